@@ -1,0 +1,258 @@
+// zkr::client — one ZooKeeper session, kept alive and renewed, with retried operations.
+#pragma once
+
+#include "zkr/error.hpp"
+#include "zkr/retry.hpp"
+#include "zkr/types.hpp"
+#include "zkr/watch.hpp"
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/deferred.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace zkr {
+
+struct digest_credentials {
+    std::string user;
+    std::string password;
+};
+
+struct client_options {
+    /// "host:port[,host:port...][/chroot]".
+    std::string connect;
+    /// Requested session timeout; the server clamps it to its [min, max] (2 to 20 ticks by default).
+    std::chrono::milliseconds session_timeout{10'000};
+    /// How long the blocking wait for the first connection waits when no time is given.
+    std::chrono::milliseconds connection_timeout{15'000};
+    /// Retries of idempotent operations (sequential creates are never retried blindly).
+    retry::policy_ptr retry_policy = retry::default_policy();
+    /// Digest authentication added to every session this client opens.
+    std::optional<digest_credentials> auth;
+    /// ACL of created nodes.
+    zkr::acl default_acl = open_acl_unsafe();
+    /// Where completions and state callbacks run. Default: the client's own thread.
+    std::optional<boost::asio::any_io_executor> executor;
+};
+
+/// Sets a watch with a read: `client.get_data(path, zkr::set_watch)`.
+struct set_watch_t {
+    explicit constexpr set_watch_t() = default;
+};
+inline constexpr set_watch_t set_watch{};
+
+namespace detail {
+class client_impl;
+template <class T>
+using handler = boost::asio::any_completion_handler<void(async_error, T)>;
+using empty_handler = boost::asio::any_completion_handler<void(async_error)>;
+using state_handler = boost::asio::any_completion_handler<void(async_error, connection_state)>;
+
+void start_create(client_impl&, std::string path, std::string data, create_mode, handler<create_result>);
+void start_remove(client_impl&, std::string path, std::int32_t version, empty_handler);
+void start_exists(client_impl&, std::string path, bool watch, handler<exists_result>);
+void start_get_data(client_impl&, std::string path, bool watch, handler<data_result>);
+void start_set_data(client_impl&, std::string path, std::string data, std::int32_t version, handler<zkr::stat>);
+void start_get_children(client_impl&, std::string path, bool watch, handler<children_result>);
+void start_multi(client_impl&, std::vector<multi_op> ops, handler<std::vector<multi_op_result>>);
+void start_wait_connected(client_impl&, empty_handler);
+void start_next_state(client_impl&, state_handler);
+
+template <class T>
+concept completion_token_not_watch = !std::is_same_v<std::decay_t<T>, set_watch_t>;
+}  // namespace detail
+
+/// Unsubscribes a state listener when destroyed (or on reset()).
+class subscription {
+public:
+    subscription() = default;
+    explicit subscription(std::function<void()> cancel) : cancel_(std::move(cancel)) {}
+    subscription(subscription&& other) noexcept : cancel_(std::exchange(other.cancel_, {})) {}
+    subscription& operator=(subscription&& other) noexcept {
+        if (this != &other) {
+            reset();
+            cancel_ = std::exchange(other.cancel_, {});
+        }
+        return *this;
+    }
+    ~subscription() { reset(); }
+    void reset() {
+        if (auto cancel = std::exchange(cancel_, {})) cancel();
+    }
+
+private:
+    std::function<void()> cancel_;
+};
+
+/// One ZooKeeper session at a time. Connects on construction; after the session is lost it
+/// reports `lost` and opens a new one by itself. Thread-safe.
+///
+/// Async operations: the handler signature is given per operation, its error a
+/// zkr::async_error (boost::system::error_code: it holds the same zkr::errc values, compares
+/// with them and converts to std::error_code; Asio's use_future and use_awaitable turn it into
+/// exceptions). The handler runs on its associated
+/// executor, by default the client's (see client_options::executor), never on the ZooKeeper C
+/// client's threads. Idempotent operations are retried under the retry policy on connection
+/// loss, operation timeout, session moved, throttling and session expiry.
+/// Blocking forms throw std::system_error; the forms taking std::error_code& report instead.
+/// Blocking forms may be called from any thread, including the client's executor.
+class client {
+public:
+    using executor_type = boost::asio::any_io_executor;
+
+    /// Validates the options (std::invalid_argument naming the bad one) and starts connecting.
+    explicit client(client_options options);
+    /// Closes the session (its ephemeral nodes go at once) and completes every pending
+    /// operation with errc::client_closed.
+    ~client();
+    client(const client&) = delete;
+    client& operator=(const client&) = delete;
+
+    executor_type get_executor() const;
+    const client_options& options() const;
+
+    /// Same as the destructor, but the object stays usable for queries; idempotent.
+    void close();
+
+    connection_state state() const;
+    bool is_connected() const;
+    /// Current session id; 0 before the first session is established.
+    std::int64_t session_id() const;
+    /// The session timeout the server granted (the requested one before connecting).
+    std::chrono::milliseconds session_timeout() const;
+    /// How many sessions this client has established (1 after the first connect).
+    std::uint64_t session_count() const;
+
+    /// Blocks until connected. Throws std::system_error(errc::connect_timeout) naming the
+    /// connect string after `timeout`, or errc::client_closed.
+    void wait_connected(std::chrono::milliseconds timeout);
+    void wait_connected() { wait_connected(options().connection_timeout); }
+
+    /// Calls `listener` with every state change, in order, on the client's executor.
+    subscription on_state_change(std::function<void(connection_state)> listener);
+
+    /// Completes at once if connected, else with the next connection. Handler: void(async_error).
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_wait_connected(CompletionToken&& token = {}) {
+        return boost::asio::async_initiate<CompletionToken, void(async_error)>(
+            [this](auto h) { detail::start_wait_connected(*impl_, std::move(h)); }, token);
+    }
+    /// Completes with the next state change. Handler: void(async_error, connection_state).
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_next_state(CompletionToken&& token = {}) {
+        return boost::asio::async_initiate<CompletionToken, void(async_error, connection_state)>(
+            [this](auto h) { detail::start_next_state(*impl_, std::move(h)); }, token);
+    }
+
+    // --- create. Handler: void(async_error, zkr::create_result) ---
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_create(std::string path, std::string data, create_mode mode, CompletionToken&& token = {}) {
+        return boost::asio::async_initiate<CompletionToken, void(async_error, create_result)>(
+            [this](auto h, std::string p, std::string d, create_mode m) {
+                detail::start_create(*impl_, std::move(p), std::move(d), m, std::move(h));
+            },
+            token, std::move(path), std::move(data), mode);
+    }
+    create_result create(std::string path, std::string data = {}, create_mode mode = create_mode::persistent);
+    create_result create(std::string path, std::string data, create_mode mode, std::error_code& ec);
+
+    // --- remove (ZooKeeper's delete). Handler: void(async_error) ---
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_remove(std::string path, std::int32_t version, CompletionToken&& token = {}) {
+        return boost::asio::async_initiate<CompletionToken, void(async_error)>(
+            [this](auto h, std::string p, std::int32_t v) { detail::start_remove(*impl_, std::move(p), v, std::move(h)); },
+            token, std::move(path), version);
+    }
+    void remove(std::string path, std::int32_t version = any_version);
+    void remove(std::string path, std::int32_t version, std::error_code& ec);
+
+    // --- exists. Handler: void(async_error, zkr::exists_result); no node is not an error ---
+    template <detail::completion_token_not_watch CompletionToken = boost::asio::deferred_t>
+    auto async_exists(std::string path, CompletionToken&& token = {}) {
+        return async_read<exists_result>(&detail::start_exists, std::move(path), false, std::forward<CompletionToken>(token));
+    }
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_exists(std::string path, set_watch_t, CompletionToken&& token = {}) {
+        return async_read<exists_result>(&detail::start_exists, std::move(path), true, std::forward<CompletionToken>(token));
+    }
+    exists_result exists(std::string path);
+    exists_result exists(std::string path, set_watch_t);
+
+    // --- get_data. Handler: void(async_error, zkr::data_result) ---
+    template <detail::completion_token_not_watch CompletionToken = boost::asio::deferred_t>
+    auto async_get_data(std::string path, CompletionToken&& token = {}) {
+        return async_read<data_result>(&detail::start_get_data, std::move(path), false, std::forward<CompletionToken>(token));
+    }
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_get_data(std::string path, set_watch_t, CompletionToken&& token = {}) {
+        return async_read<data_result>(&detail::start_get_data, std::move(path), true, std::forward<CompletionToken>(token));
+    }
+    data_result get_data(std::string path);
+    data_result get_data(std::string path, set_watch_t);
+    data_result get_data(std::string path, std::error_code& ec);
+
+    // --- set_data. Handler: void(async_error, zkr::stat) ---
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_set_data(std::string path, std::string data, std::int32_t version, CompletionToken&& token = {}) {
+        return boost::asio::async_initiate<CompletionToken, void(async_error, zkr::stat)>(
+            [this](auto h, std::string p, std::string d, std::int32_t v) {
+                detail::start_set_data(*impl_, std::move(p), std::move(d), v, std::move(h));
+            },
+            token, std::move(path), std::move(data), version);
+    }
+    zkr::stat set_data(std::string path, std::string data, std::int32_t version = any_version);
+    zkr::stat set_data(std::string path, std::string data, std::int32_t version, std::error_code& ec);
+
+    // --- get_children. Handler: void(async_error, zkr::children_result) ---
+    template <detail::completion_token_not_watch CompletionToken = boost::asio::deferred_t>
+    auto async_get_children(std::string path, CompletionToken&& token = {}) {
+        return async_read<children_result>(&detail::start_get_children, std::move(path), false,
+                                           std::forward<CompletionToken>(token));
+    }
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_get_children(std::string path, set_watch_t, CompletionToken&& token = {}) {
+        return async_read<children_result>(&detail::start_get_children, std::move(path), true,
+                                           std::forward<CompletionToken>(token));
+    }
+    children_result get_children(std::string path);
+    children_result get_children(std::string path, set_watch_t);
+    children_result get_children(std::string path, std::error_code& ec);
+
+    // --- multi (all or nothing). Handler: void(async_error, std::vector<zkr::multi_op_result>);
+    // on failure the error is the first failing op's and the results say which one ---
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_multi(std::vector<multi_op> ops, CompletionToken&& token = {}) {
+        return boost::asio::async_initiate<CompletionToken, void(async_error, std::vector<multi_op_result>)>(
+            [this](auto h, std::vector<multi_op> o) { detail::start_multi(*impl_, std::move(o), std::move(h)); }, token,
+            std::move(ops));
+    }
+    std::vector<multi_op_result> multi(std::vector<multi_op> ops);
+    std::vector<multi_op_result> multi(std::vector<multi_op> ops, std::error_code& ec);
+
+    /// Creates `path` and any missing parents as persistent nodes (or containers); an existing
+    /// node is fine. Blocking.
+    void create_parents(const std::string& path, create_mode parents_mode = create_mode::persistent);
+
+    /// For recipes and tests.
+    detail::client_impl& impl() const { return *impl_; }
+
+private:
+    template <class Result, class Start, class CompletionToken>
+    auto async_read(Start start, std::string path, bool watch, CompletionToken&& token) {
+        return boost::asio::async_initiate<CompletionToken, void(async_error, Result)>(
+            [this, start](auto h, std::string p, bool w) { start(*impl_, std::move(p), w, std::move(h)); }, token,
+            std::move(path), watch);
+    }
+
+    std::shared_ptr<detail::client_impl> impl_;
+};
+
+}  // namespace zkr

@@ -1,0 +1,154 @@
+// zkr::retry — retry policies (Curator's RetryPolicy family): how long to sleep before the
+// next try of a failed operation, and when to give up.
+//
+// Which errors are worth retrying at all is the caller's decision (see zkr::is_retryable);
+// a policy only budgets retries by count and time. The one exception is session_failed,
+// which refuses to retry once the session is lost.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <system_error>
+
+namespace zkr::retry {
+
+/// What a policy is told when an operation has just failed.
+struct attempt {
+    int retry_count;                    ///< 0 for the first retry (i.e. after the first failure)
+    std::chrono::milliseconds elapsed;  ///< time since the operation's first try started, on the caller's clock
+    std::error_code error;              ///< the failure that prompts this retry decision
+};
+
+/// Uniform integer in [0, bound). Injected so that jitter is deterministic in tests.
+using random_source = std::function<std::uint64_t(std::uint64_t bound)>;
+
+/// A random_source safe to call from many threads at once; each thread draws from its own
+/// engine seeded from std::random_device. A bound of 0 (an empty range) yields 0.
+random_source default_random_source();
+
+/// Decides whether, and after how long a sleep, a failed operation is tried again.
+class policy {
+public:
+    virtual ~policy() = default;
+
+    /// Sleep before the next try, or std::nullopt to give up. Thread-safe: one policy may be
+    /// shared by many operations.
+    virtual std::optional<std::chrono::milliseconds> next_sleep(const attempt& a) const = 0;
+};
+
+using policy_ptr = std::shared_ptr<const policy>;
+
+/// The most retries the exponential policies allow. As in Curator, a larger max_retries is
+/// clamped to it: the jitter range 1 << (retry_count + 1) must stay well within 32 bits, and
+/// 29 doublings of even a 1 ms base already exceed six days.
+inline constexpr int max_exponential_retries = 29;
+
+/// Curator's ExponentialBackoffRetry: before retry k (from 0) sleeps
+///     base_sleep * max(1, random(1 << (k + 1)))
+/// capped at max_sleep; gives up once k >= max_retries (clamped to max_exponential_retries).
+/// The product saturates at max_sleep instead of overflowing.
+/// Throws std::invalid_argument for a negative base_sleep or max_retries, a max_sleep below
+/// base_sleep, or an empty random source.
+class exponential_backoff final : public policy {
+public:
+    exponential_backoff(std::chrono::milliseconds base_sleep, int max_retries,
+                        std::chrono::milliseconds max_sleep = std::chrono::milliseconds::max(),
+                        random_source random = default_random_source());
+
+    std::optional<std::chrono::milliseconds> next_sleep(const attempt& a) const override;
+
+private:
+    std::chrono::milliseconds base_sleep_;
+    int max_retries_;
+    std::chrono::milliseconds max_sleep_;
+    random_source random_;
+};
+
+/// Curator's BoundedExponentialBackoffRetry: exponential_backoff with a cap that must be given.
+class bounded_exponential_backoff final : public policy {
+public:
+    bounded_exponential_backoff(std::chrono::milliseconds base_sleep,
+                                std::chrono::milliseconds max_sleep, int max_retries,
+                                random_source random = default_random_source());
+
+    std::optional<std::chrono::milliseconds> next_sleep(const attempt& a) const override;
+
+private:
+    std::chrono::milliseconds base_sleep_;
+    std::chrono::milliseconds max_sleep_;
+    int max_retries_;
+    random_source random_;
+};
+
+/// Retries up to n times, sleeping the same time before each. n == 0 never retries.
+/// Throws std::invalid_argument for a negative n or sleep.
+class retry_n_times final : public policy {
+public:
+    retry_n_times(int n, std::chrono::milliseconds sleep);
+
+    std::optional<std::chrono::milliseconds> next_sleep(const attempt& a) const override;
+
+private:
+    int n_;
+    std::chrono::milliseconds sleep_;
+};
+
+/// Retries once, after the given sleep. Throws std::invalid_argument for a negative sleep.
+class retry_one_time final : public policy {
+public:
+    explicit retry_one_time(std::chrono::milliseconds sleep);
+
+    std::optional<std::chrono::milliseconds> next_sleep(const attempt& a) const override;
+
+private:
+    std::chrono::milliseconds sleep_;
+};
+
+/// Retries, sleeping `sleep` each time, until a.elapsed reaches max_elapsed. Never sleeps past
+/// that deadline: the last sleep is trimmed to the time left.
+/// Throws std::invalid_argument for a negative max_elapsed or sleep.
+class retry_until_elapsed final : public policy {
+public:
+    retry_until_elapsed(std::chrono::milliseconds max_elapsed, std::chrono::milliseconds sleep);
+
+    std::optional<std::chrono::milliseconds> next_sleep(const attempt& a) const override;
+
+private:
+    std::chrono::milliseconds max_elapsed_;
+    std::chrono::milliseconds sleep_;
+};
+
+/// Never gives up; sleeps `interval` before each retry.
+/// Throws std::invalid_argument unless interval > 0: a zero interval would hammer the
+/// ensemble forever.
+class retry_forever final : public policy {
+public:
+    explicit retry_forever(std::chrono::milliseconds interval);
+
+    std::optional<std::chrono::milliseconds> next_sleep(const attempt& a) const override;
+
+private:
+    std::chrono::milliseconds interval_;
+};
+
+/// Wraps another policy, but never retries once the session is lost (zkr::is_session_lost):
+/// nothing tried on a dead session can succeed, and its locks and ephemerals are gone anyway.
+/// Every other failure is left to the delegate. Throws std::invalid_argument for a null delegate.
+class session_failed final : public policy {
+public:
+    explicit session_failed(policy_ptr delegate);
+
+    std::optional<std::chrono::milliseconds> next_sleep(const attempt& a) const override;
+
+private:
+    policy_ptr delegate_;
+};
+
+/// The policy zkr uses when none is given: exponential_backoff with a 100 ms base, at most
+/// 5 retries and sleeps capped at 2000 ms — at most 4.6 s of sleeping in all.
+policy_ptr default_policy();
+
+}  // namespace zkr::retry

@@ -1,0 +1,84 @@
+// zkr::watch — a one-shot ZooKeeper watch, delivered as the completion of an async wait.
+#pragma once
+
+#include "zkr/error.hpp"
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/deferred.hpp>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace zkr {
+
+enum class event_type { created, deleted, changed, child, not_watching };
+const char* to_string(event_type t) noexcept;
+
+/// What a watch reports when it fires.
+struct watch_event {
+    event_type type = event_type::changed;
+    std::string path;
+};
+
+namespace detail {
+struct watch_state;
+using watch_handler = boost::asio::any_completion_handler<void(async_error, watch_event)>;
+using void_handler = boost::asio::any_completion_handler<void(async_error)>;
+void start_watch_wait(const std::shared_ptr<watch_state>& state, watch_handler handler);
+void start_watch_remove(const std::shared_ptr<watch_state>& state, void_handler handler);
+}  // namespace detail
+
+/// A watch left by a read (`exists`, `get_data`, `get_children` with `zkr::set_watch`).
+/// It fires once. It ends with an error instead when its session is lost
+/// (errc::session_expired), the client is closed (errc::client_closed) or it is removed
+/// (errc::watch_removed). Copies share one watch. Only one wait may be pending at a time.
+class watch {
+public:
+    watch() = default;
+    explicit watch(std::shared_ptr<detail::watch_state> state) : state_(std::move(state)) {}
+
+    /// False for a default-constructed watch or a read that left none.
+    bool valid() const noexcept { return state_ != nullptr; }
+    /// True once the watch fired or ended.
+    bool done() const;
+    /// The watched path.
+    const std::string& path() const;
+
+    /// Waits for the event. Handler: void(zkr::async_error, zkr::watch_event). The handler runs
+    /// on its associated executor, by default the client's. Per-operation cancellation
+    /// (terminal) ends the wait with boost::asio::error::operation_aborted; the watch stays set.
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_wait(CompletionToken&& token = {}) {
+        return boost::asio::async_initiate<CompletionToken, void(async_error, watch_event)>(
+            [](auto handler, std::shared_ptr<detail::watch_state> state) {
+                detail::start_watch_wait(state, std::move(handler));
+            },
+            token, state_);
+    }
+
+    /// Blocks until the watch fires; throws std::system_error if it ends otherwise.
+    watch_event wait();
+    /// Like wait(), but gives up after `timeout` and returns std::nullopt.
+    std::optional<watch_event> wait_for(std::chrono::milliseconds timeout);
+
+    /// Removes the watch from the server (so it leaves nothing behind) and ends it with
+    /// errc::watch_removed. Handler: void(zkr::async_error); errc::no_watcher if it had fired.
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_remove(CompletionToken&& token = {}) {
+        return boost::asio::async_initiate<CompletionToken, void(async_error)>(
+            [](auto handler, std::shared_ptr<detail::watch_state> state) {
+                detail::start_watch_remove(state, std::move(handler));
+            },
+            token, state_);
+    }
+    /// Blocking remove; returns the error instead of throwing (no_watcher is expected).
+    std::error_code remove();
+
+private:
+    std::shared_ptr<detail::watch_state> state_;
+};
+
+}  // namespace zkr

@@ -1,0 +1,433 @@
+// zkr::client against a real ZooKeeper server.
+#include "support/session_tools.hpp"
+#include "support/zk_cluster.hpp"
+#include "zkr/client.hpp"
+#include "zkr/log.hpp"
+#include "zkr/path.hpp"
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <future>
+#include <mutex>
+#include <thread>
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using zkr::errc;
+using zkr::test::eventually;
+using zkr::test::test_connect_string;
+using zkr::test::test_options;
+using zkr::test::unique_path;
+
+namespace {
+
+// Records every state change in order.
+struct state_log {
+    explicit state_log(zkr::client& c) : sub(c.on_state_change([this](zkr::connection_state s) { push(s); })) {}
+    void push(zkr::connection_state s) {
+        std::lock_guard lock(mutex);
+        states.push_back(s);
+    }
+    std::vector<zkr::connection_state> snapshot() {
+        std::lock_guard lock(mutex);
+        return states;
+    }
+    bool saw(zkr::connection_state s) {
+        auto v = snapshot();
+        return std::find(v.begin(), v.end(), s) != v.end();
+    }
+    std::mutex mutex;
+    std::vector<zkr::connection_state> states;
+    zkr::subscription sub;
+};
+
+}  // namespace
+
+TEST_CASE("connect, query the session and close", "[client]") {
+    zkr::client c(test_options(test_connect_string()));
+    c.wait_connected(10s);
+    CHECK(c.is_connected());
+    CHECK(c.state() == zkr::connection_state::connected);
+    CHECK(c.session_id() != 0);
+    CHECK(c.session_count() == 1);
+    CHECK(c.session_timeout() >= 400ms);
+    c.close();
+    CHECK(c.state() == zkr::connection_state::closed);
+    CHECK_FALSE(c.is_connected());
+    std::error_code ec;
+    c.get_children("/", ec);
+    CHECK(ec == errc::client_closed);
+    CHECK(zkr::is_session_lost(ec));
+}
+
+TEST_CASE("closing the client removes its ephemeral nodes at once", "[client]") {
+    zkr::client observer(test_options(test_connect_string()));
+    std::string base = unique_path("close-eph");
+    observer.create_parents(base);
+    {
+        zkr::client c(test_options(test_connect_string()));
+        c.wait_connected(10s);
+        c.create(base + "/e", "x", zkr::create_mode::ephemeral);
+        CHECK(observer.exists(base + "/e").exists);
+    }
+    CHECK_FALSE(observer.exists(base + "/e").exists);
+}
+
+TEST_CASE("create, read, update and remove with their error cases", "[client]") {
+    zkr::client c(test_options(test_connect_string()));
+    std::string base = unique_path("crud");
+    c.create_parents(base);
+
+    auto created = c.create(base + "/n", "hello");
+    CHECK(created.path == base + "/n");
+    CHECK(created.stat.czxid > 0);
+    CHECK(created.stat.ephemeral_owner == 0);
+
+    std::error_code ec;
+    c.create(base + "/n", "again", zkr::create_mode::persistent, ec);
+    CHECK(ec == errc::node_exists);
+    c.create(base + "/missing/child", "", zkr::create_mode::persistent, ec);
+    CHECK(ec == errc::no_node);
+    CHECK_THROWS_AS(c.create(base + "/n"), std::system_error);
+
+    auto data = c.get_data(base + "/n");
+    CHECK(data.data == "hello");
+    CHECK(data.stat.version == 0);
+    CHECK_FALSE(data.watch.valid());
+
+    auto st = c.set_data(base + "/n", "world", 0);
+    CHECK(st.version == 1);
+    c.set_data(base + "/n", "stale", 0, ec);
+    CHECK(ec == errc::bad_version);
+    CHECK(c.get_data(base + "/n").data == "world");
+    c.set_data(base + "/nope", "x", zkr::any_version, ec);
+    CHECK(ec == errc::no_node);
+
+    c.get_data(base + "/nope", ec);
+    CHECK(ec == errc::no_node);
+
+    auto e = c.exists(base + "/n");
+    CHECK(e.exists);
+    CHECK(e.stat.version == 1);
+    CHECK_FALSE(c.exists(base + "/nope").exists);
+
+    auto eph = c.create(base + "/e", "", zkr::create_mode::ephemeral);
+    CHECK(eph.stat.ephemeral_owner == c.session_id());
+    auto s1 = c.create(base + "/s-", "", zkr::create_mode::persistent_sequential);
+    auto s2 = c.create(base + "/s-", "", zkr::create_mode::ephemeral_sequential);
+    CHECK(s1.path == base + "/s-0000000002");
+    CHECK(s2.path == base + "/s-0000000003");
+    CHECK(s2.stat.czxid > s1.stat.czxid);
+
+    auto kids = c.get_children(base);
+    std::sort(kids.children.begin(), kids.children.end());
+    CHECK(kids.children == std::vector<std::string>{"e", "n", "s-0000000002", "s-0000000003"});
+    CHECK(kids.stat.num_children == 4);
+    c.get_children(base + "/nope", ec);
+    CHECK(ec == errc::no_node);
+
+    c.remove(base, zkr::any_version, ec);
+    CHECK(ec == errc::not_empty);
+    c.remove(base + "/n", 0, ec);
+    CHECK(ec == errc::bad_version);
+    c.remove(base + "/n", 1);
+    CHECK_FALSE(c.exists(base + "/n").exists);
+    c.remove(base + "/n", zkr::any_version, ec);
+    CHECK(ec == errc::no_node);
+}
+
+TEST_CASE("a container node goes once its last child is gone", "[client]") {
+    zkr::client c(test_options(test_connect_string()));
+    std::string base = unique_path("container");
+    c.create_parents(zkr::parent_path(base));
+    c.create(base, "", zkr::create_mode::container);
+    c.create(base + "/child", "", zkr::create_mode::ephemeral);
+    c.remove(base + "/child");
+    // The server's container manager runs every minute by default; we only check it is a container
+    // that still exists right after, and is a persistent node with no owner.
+    auto e = c.exists(base);
+    CHECK(e.exists);
+    CHECK(e.stat.ephemeral_owner == 0);
+}
+
+TEST_CASE("multi applies all or nothing and reports each op", "[client]") {
+    zkr::client c(test_options(test_connect_string()));
+    std::string base = unique_path("multi");
+    c.create_parents(base);
+    c.create(base + "/a", "1");
+
+    auto results = c.multi({zkr::op::check{base + "/a", 0}, zkr::op::create{base + "/b", "2"},
+                            zkr::op::set_data{base + "/a", "3", 0}, zkr::op::create{base + "/q-", "", zkr::create_mode::persistent_sequential}});
+    REQUIRE(results.size() == 4);
+    CHECK(results[1].path == base + "/b");
+    CHECK(results[2].stat.version == 1);
+    CHECK(results[3].path.rfind(base + "/q-", 0) == 0);
+    CHECK(c.get_data(base + "/a").data == "3");
+
+    std::error_code ec;
+    auto failed = c.multi({zkr::op::create{base + "/c", ""}, zkr::op::check{base + "/a", 0}, zkr::op::remove{base + "/b"}}, ec);
+    CHECK(ec == errc::bad_version);
+    REQUIRE(failed.size() == 3);
+    CHECK(failed[1].error == errc::bad_version);
+    CHECK_FALSE(c.exists(base + "/c").exists);  // nothing applied
+    CHECK(c.exists(base + "/b").exists);
+    CHECK_THROWS_AS(c.multi({zkr::op::remove{base + "/nope"}}), std::system_error);
+    CHECK(c.multi({}).empty());
+}
+
+TEST_CASE("async forms: callback, future and coroutine", "[client][async]") {
+    zkr::client c(test_options(test_connect_string()));
+    std::string base = unique_path("async");
+    c.create_parents(base);
+
+    SECTION("callback runs on the client's executor, not the caller's thread") {
+        std::promise<std::pair<std::error_code, zkr::create_result>> got;
+        std::promise<bool> on_executor;
+        auto ex = c.get_executor();
+        c.async_create(base + "/cb", "v", zkr::create_mode::persistent, [&](std::error_code ec, zkr::create_result r) {
+            on_executor.set_value(ex.target<asio::io_context::executor_type>() &&
+                                  ex.target<asio::io_context::executor_type>()->running_in_this_thread());
+            got.set_value({ec, std::move(r)});
+        });
+        auto [ec, r] = got.get_future().get();
+        CHECK_FALSE(ec);
+        CHECK(r.path == base + "/cb");
+        CHECK(on_executor.get_future().get());
+    }
+    SECTION("use_future") {
+        auto f = c.async_get_children(base, asio::use_future);
+        auto kids = f.get();
+        CHECK(kids.children.empty());
+        auto missing = c.async_get_data(base + "/nope", asio::use_future);
+        try {
+            missing.get();
+            FAIL("expected no_node");
+        } catch (const boost::system::system_error& e) {
+            CHECK(e.code() == errc::no_node);
+        }
+    }
+    SECTION("co_await") {
+        asio::io_context io;
+        std::string seen;
+        std::error_code removed_ec;
+        asio::co_spawn(
+            io,
+            [&]() -> asio::awaitable<void> {
+                co_await c.async_create(base + "/co", "coroutine", zkr::create_mode::persistent, asio::use_awaitable);
+                auto d = co_await c.async_get_data(base + "/co", asio::use_awaitable);
+                seen = d.data;
+                co_await c.async_set_data(base + "/co", "v2", 0, asio::use_awaitable);
+                auto e = co_await c.async_exists(base + "/co", asio::use_awaitable);
+                CHECK(e.stat.version == 1);
+                co_await c.async_remove(base + "/co", 1, asio::use_awaitable);
+                try {
+                    co_await c.async_remove(base + "/co", zkr::any_version, asio::use_awaitable);
+                } catch (const boost::system::system_error& err) {
+                    removed_ec = err.code();
+                }
+            },
+            asio::detached);
+        io.run();
+        CHECK(seen == "coroutine");
+        CHECK(removed_ec == errc::no_node);
+    }
+    SECTION("async multi") {
+        auto r = c.async_multi({zkr::op::create{base + "/m1", ""}, zkr::op::create{base + "/m2", ""}}, asio::use_future).get();
+        CHECK(r.size() == 2);
+        CHECK(c.get_children(base).children.size() == 2);
+    }
+}
+
+TEST_CASE("blocking calls work from inside a completion handler", "[client][async]") {
+    zkr::client c(test_options(test_connect_string()));
+    std::string base = unique_path("reentrant-blocking");
+    c.create_parents(base);
+    std::promise<std::string> got;
+    c.async_exists(base, [&](std::error_code, zkr::exists_result) {
+        // Runs on the client's own thread: a blocking call here must not deadlock.
+        got.set_value(c.create(base + "/inner", "").path);
+    });
+    auto f = got.get_future();
+    REQUIRE(f.wait_for(10s) == std::future_status::ready);
+    CHECK(f.get() == base + "/inner");
+}
+
+TEST_CASE("watches are delivered as completions", "[client][watch]") {
+    zkr::client c(test_options(test_connect_string()));
+    zkr::client other(test_options(test_connect_string()));
+    std::string base = unique_path("watch");
+    c.create_parents(base);
+    c.create(base + "/d", "1");
+
+    SECTION("data watch fires on change, once") {
+        auto r = c.get_data(base + "/d", zkr::set_watch);
+        REQUIRE(r.watch.valid());
+        CHECK_FALSE(r.watch.done());
+        CHECK_FALSE(r.watch.wait_for(100ms).has_value());
+        other.set_data(base + "/d", "2");
+        auto ev = r.watch.wait_for(10s);
+        REQUIRE(ev);
+        CHECK(ev->type == zkr::event_type::changed);
+        CHECK(ev->path == base + "/d");
+        CHECK(r.watch.done());
+        // One-shot: waiting again reports the same event at once.
+        CHECK(r.watch.wait().type == zkr::event_type::changed);
+    }
+    SECTION("exists watch on a missing node fires on create") {
+        auto r = c.exists(base + "/later", zkr::set_watch);
+        CHECK_FALSE(r.exists);
+        REQUIRE(r.watch.valid());
+        other.create(base + "/later", "");
+        auto ev = r.watch.async_wait(asio::use_future).get();
+        CHECK(ev.type == zkr::event_type::created);
+    }
+    SECTION("children watch fires on a new child") {
+        auto r = c.get_children(base, zkr::set_watch);
+        other.create(base + "/kid", "");
+        CHECK(r.watch.wait().type == zkr::event_type::child);
+    }
+    SECTION("delete fires the data watch with deleted") {
+        auto r = c.get_data(base + "/d", zkr::set_watch);
+        other.remove(base + "/d");
+        CHECK(r.watch.wait().type == zkr::event_type::deleted);
+    }
+    SECTION("a read that fails leaves no watch") {
+        std::error_code ec;
+        auto r = c.get_data(base + "/absent", ec);
+        CHECK(ec == errc::no_node);
+        CHECK_FALSE(r.watch.valid());
+    }
+    SECTION("a cancelled wait leaves the watch set; remove takes it off the server") {
+        auto r = c.get_data(base + "/d", zkr::set_watch);
+        asio::cancellation_signal cancel;
+        auto f = r.watch.async_wait(asio::bind_cancellation_slot(cancel.slot(), asio::use_future));
+        asio::post(c.get_executor(), [&] { cancel.emit(asio::cancellation_type::terminal); });
+        try {
+            f.get();
+            FAIL("expected operation_aborted");
+        } catch (const boost::system::system_error& e) {
+            CHECK(e.code() == asio::error::operation_aborted);
+        }
+        CHECK_FALSE(r.watch.done());
+        CHECK_FALSE(r.watch.remove());
+        CHECK(r.watch.done());
+        try {
+            r.watch.wait();
+            FAIL("expected watch_removed");
+        } catch (const std::system_error& e) {
+            CHECK(e.code() == errc::watch_removed);
+        }
+        // Removing again: nothing left to remove.
+        CHECK(r.watch.remove() == errc::no_watcher);
+    }
+}
+
+TEST_CASE("removing a watch takes it off the server", "[client][watch]") {
+    if (zkr::test::using_external_ensemble()) return;  // needs the harness's own server to count watches
+    zkr::test::zk_cluster cluster(1);
+    zkr::client c(test_options(cluster.connect_string()));
+    c.create_parents("/w");
+    auto before = cluster.watch_count(1);
+    auto r = c.get_data("/w", zkr::set_watch);
+    CHECK(eventually([&] { return cluster.watch_count(1) == before + 1; }));
+    CHECK_FALSE(r.watch.remove());
+    CHECK(eventually([&] { return cluster.watch_count(1) == before; }));
+}
+
+TEST_CASE("invalid input gets a clear error, never a hang", "[client][input]") {
+    SECTION("malformed connect strings are refused at construction") {
+        for (const char* bad : {"", "localhost", "host:notaport", "h:1,,h:2", "h:1/bad//chroot"}) {
+            INFO(bad);
+            zkr::client_options o;
+            o.connect = bad;
+            CHECK_THROWS_WITH(zkr::client(o), Catch::Matchers::Contains("zkr::client_options::connect"));
+        }
+        zkr::client_options o;
+        o.connect = "127.0.0.1:2181";
+        o.session_timeout = 0ms;
+        CHECK_THROWS_WITH(zkr::client(o), Catch::Matchers::Contains("session_timeout"));
+        o.session_timeout = 1s;
+        o.retry_policy = nullptr;
+        CHECK_THROWS_WITH(zkr::client(o), Catch::Matchers::Contains("retry_policy"));
+    }
+    SECTION("nothing listening: wait_connected gives up with the connect string in the message") {
+        zkr::client_options o;
+        o.connect = "127.0.0.1:1";
+        zkr::client c(o);
+        auto start = std::chrono::steady_clock::now();
+        CHECK_THROWS_WITH(c.wait_connected(500ms), Catch::Matchers::Contains("127.0.0.1:1") &&
+                                                         Catch::Matchers::Contains("within 500 ms"));
+        CHECK(std::chrono::steady_clock::now() - start < 5s);
+        try {
+            c.wait_connected(10ms);
+        } catch (const std::system_error& e) {
+            CHECK(e.code() == errc::connect_timeout);
+        }
+    }
+    SECTION("invalid paths fail every operation with invalid_path, naming the rule") {
+        zkr::client c(test_options(test_connect_string()));
+        for (std::string bad : {std::string(""), std::string("no-slash"), std::string("/trailing/"), std::string("/a//b"),
+                                std::string("/a/./b"), std::string("/a/../b"), std::string("/nul\0byte", 9)}) {
+            INFO(bad);
+            std::error_code ec;
+            c.create(bad, "", zkr::create_mode::persistent, ec);
+            CHECK(ec == errc::invalid_path);
+            c.get_data(bad, ec);
+            CHECK(ec == errc::invalid_path);
+            c.set_data(bad, "", zkr::any_version, ec);
+            CHECK(ec == errc::invalid_path);
+            c.remove(bad, zkr::any_version, ec);
+            CHECK(ec == errc::invalid_path);
+            c.get_children(bad, ec);
+            CHECK(ec == errc::invalid_path);
+            CHECK_THROWS_WITH(c.exists(bad), Catch::Matchers::Contains("path"));
+            auto f = c.async_get_data(bad, asio::use_future);
+            CHECK_THROWS_AS(f.get(), boost::system::system_error);
+            c.multi({zkr::op::check{bad}}, ec);
+            CHECK(ec == errc::invalid_path);
+        }
+        CHECK_THROWS_WITH(c.create("/a//b"), Catch::Matchers::Contains("empty segment"));
+    }
+    SECTION("data over ZooKeeper's 1 MiB packet limit is refused before sending") {
+        zkr::client c(test_options(test_connect_string()));
+        std::error_code ec;
+        c.create(unique_path("big"), std::string(1024 * 1024, 'x'), zkr::create_mode::persistent, ec);
+        CHECK(ec == errc::bad_arguments);
+        CHECK(c.is_connected());
+    }
+}
+
+TEST_CASE("log lines of the C client reach the sink, off its threads", "[client][log]") {
+    std::mutex mutex;
+    std::vector<std::string> lines;
+    std::vector<std::thread::id> threads;
+    zkr::log::set_sink([&](zkr::log::level, std::string_view m) {
+        std::lock_guard lock(mutex);
+        lines.emplace_back(m);
+        threads.push_back(std::this_thread::get_id());
+    });
+    {
+        zkr::client_options o;
+        o.connect = "127.0.0.1:1";  // the C client logs its failed connects as errors
+        zkr::client c(o);
+        CHECK(eventually([&] {
+            std::lock_guard lock(mutex);
+            return !lines.empty();
+        }));
+    }
+    zkr::log::flush();
+    zkr::log::set_sink({});
+    std::lock_guard lock(mutex);
+    REQUIRE_FALSE(lines.empty());
+    CHECK(std::any_of(lines.begin(), lines.end(), [](const std::string& l) { return l.find("127.0.0.1:1") != std::string::npos; }));
+    // One dispatcher thread, the same for every line.
+    CHECK(std::all_of(threads.begin(), threads.end(), [&](auto id) { return id == threads.front(); }));
+}

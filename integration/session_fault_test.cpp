@@ -1,0 +1,141 @@
+// The session under faults: server restarts, expiry, leader failover, silence.
+// These need servers of their own, so they do not run against an external ensemble.
+#include "support/session_tools.hpp"
+#include "support/zk_cluster.hpp"
+#include "zkr/client.hpp"
+
+#include <boost/asio/use_future.hpp>
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <mutex>
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using zkr::connection_state;
+using zkr::errc;
+using zkr::test::eventually;
+using zkr::test::test_options;
+
+namespace {
+
+struct state_log {
+    explicit state_log(zkr::client& c) : sub(c.on_state_change([this](connection_state s) {
+        std::lock_guard lock(mutex);
+        states.push_back(s);
+    })) {}
+    std::vector<connection_state> snapshot() {
+        std::lock_guard lock(mutex);
+        return states;
+    }
+    bool saw(connection_state s) {
+        auto v = snapshot();
+        return std::find(v.begin(), v.end(), s) != v.end();
+    }
+    std::mutex mutex;
+    std::vector<connection_state> states;
+    zkr::subscription sub;
+};
+
+}  // namespace
+
+TEST_CASE("server restarted within the session timeout: suspended, reconnected, same session", "[session][fault]") {
+    zkr::test::zk_cluster cluster(1);
+    zkr::client c(test_options(cluster.connect_string(), 10s));
+    c.wait_connected(10s);
+    state_log log(c);
+    auto session = c.session_id();
+    c.create("/eph", "mine", zkr::create_mode::ephemeral);
+
+    cluster.stop_server(1);
+    REQUIRE(eventually([&] { return log.saw(connection_state::suspended); }));
+    CHECK_FALSE(c.is_connected());
+    // An operation issued while the server is down completes once it is back (retried).
+    auto pending = c.async_get_data("/eph", asio::use_future);
+    cluster.start_server(1);
+    REQUIRE(eventually([&] { return log.saw(connection_state::reconnected); }, 15s));
+    CHECK(pending.get().data == "mine");
+    CHECK(c.session_id() == session);
+    CHECK(c.session_count() == 1);
+    CHECK(c.exists("/eph").exists);
+    CHECK_FALSE(log.saw(connection_state::lost));
+    auto states = log.snapshot();
+    REQUIRE(states.size() >= 2);
+    CHECK(states[0] == connection_state::suspended);
+    CHECK(states[1] == connection_state::reconnected);
+}
+
+TEST_CASE("forced session expiry: lost, then a new session that works", "[session][fault]") {
+    zkr::test::zk_cluster cluster(1);
+    zkr::client c(test_options(cluster.connect_string()));
+    zkr::client observer(test_options(cluster.connect_string()));
+    c.wait_connected(10s);
+    state_log log(c);
+    c.create("/eph", "", zkr::create_mode::ephemeral);
+    auto watch = c.get_data("/eph", zkr::set_watch).watch;
+    auto next_state = c.async_next_state(asio::use_future);
+
+    auto old_session = zkr::test::expire_session(c, cluster.connect_string());
+    CHECK(next_state.get() == connection_state::lost);
+    REQUIRE(eventually([&] { return c.is_connected() && c.session_id() != 0 && c.session_id() != old_session; }));
+    CHECK(c.session_count() == 2);
+    auto states = log.snapshot();
+    REQUIRE(states.size() >= 2);
+    CHECK(states[0] == connection_state::lost);
+    CHECK(states[1] == connection_state::connected);
+    // The old session's ephemeral node and watch went with it.
+    CHECK_FALSE(observer.exists("/eph").exists);
+    try {
+        watch.wait();
+        FAIL("the watch should end with the session");
+    } catch (const std::system_error& e) {
+        CHECK(e.code() == errc::session_expired);
+    }
+    // The new session works.
+    auto e = c.create("/eph", "", zkr::create_mode::ephemeral);
+    CHECK(e.stat.ephemeral_owner == c.session_id());
+}
+
+TEST_CASE("suspended past the session timeout: lost locally, then a new session", "[session][fault]") {
+    zkr::test::zk_cluster cluster(1);
+    zkr::client c(test_options(cluster.connect_string(), 2s));
+    c.wait_connected(10s);
+    state_log log(c);
+    auto old_session = c.session_id();
+    auto granted = c.session_timeout();
+
+    cluster.pause_server(1);
+    auto paused_at = std::chrono::steady_clock::now();
+    REQUIRE(eventually([&] { return log.saw(connection_state::lost); }, 10s));
+    auto lost_after = std::chrono::steady_clock::now() - paused_at;
+    // Lost is declared while the server is still frozen: the client does not wait for it.
+    CHECK(lost_after < granted * 3);
+    cluster.resume_server(1);
+    REQUIRE(eventually([&] { return c.is_connected(); }, 15s));
+    CHECK(c.session_id() != old_session);
+    auto states = log.snapshot();
+    CHECK(states.front() == connection_state::suspended);
+    CHECK(std::find(states.begin(), states.end(), connection_state::reconnected) == states.end());
+}
+
+TEST_CASE("leader of a 3-server ensemble killed: the session survives", "[session][fault][ensemble]") {
+    zkr::test::zk_cluster cluster(3);
+    zkr::client c(test_options(cluster.connect_string(), 6s));
+    c.wait_connected(10s);
+    state_log log(c);
+    auto session = c.session_id();
+    c.create("/eph", "", zkr::create_mode::ephemeral);
+    c.create("/counter", "0");
+
+    int leader = cluster.leader();
+    cluster.kill_server(leader);
+    int new_leader = cluster.wait_for_leader(30s);
+    CHECK(new_leader != leader);
+    // Operations resume on the same session.
+    CHECK(c.set_data("/counter", "1").version == 1);
+    CHECK(c.session_id() == session);
+    CHECK(c.exists("/eph").exists);
+    CHECK_FALSE(log.saw(connection_state::lost));
+    cluster.start_server(leader);
+    CHECK(c.get_data("/counter").data == "1");
+}

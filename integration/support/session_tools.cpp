@@ -1,0 +1,80 @@
+#include "session_tools.hpp"
+
+#include "client_impl.hpp"
+
+#include <condition_variable>
+#include <mutex>
+#include <random>
+#include <stdexcept>
+#include <thread>
+
+namespace zkr::test {
+namespace {
+
+struct connected_flag {
+    std::mutex mutex;
+    std::condition_variable cv;
+    int state = 0;
+};
+
+void watcher(zhandle_t*, int type, int state, const char*, void* context) {
+    if (type != ZOO_SESSION_EVENT) return;
+    auto* flag = static_cast<connected_flag*>(context);
+    std::lock_guard lock(flag->mutex);
+    flag->state = state;
+    flag->cv.notify_all();
+}
+
+}  // namespace
+
+std::int64_t expire_session(const zkr::client& c, const std::string& connect) {
+    auto [id, password] = c.impl().session_credentials();
+    if (id == 0) throw std::runtime_error("expire_session: the client has no session");
+    clientid_t cid{};
+    cid.client_id = id;
+    std::copy(password.begin(), password.end(), cid.passwd);
+    connected_flag flag;
+    zhandle_t* zh = zookeeper_init(connect.c_str(), &watcher, 10000, &cid, &flag, 0);
+    if (!zh) throw std::runtime_error("expire_session: zookeeper_init failed");
+    {
+        std::unique_lock lock(flag.mutex);
+        if (!flag.cv.wait_for(lock, std::chrono::seconds(10), [&] { return flag.state == ZOO_CONNECTED_STATE; })) {
+            lock.unlock();
+            zookeeper_close(zh);
+            throw std::runtime_error("expire_session: the second handle did not connect");
+        }
+    }
+    if (zoo_client_id(zh)->client_id != id) {
+        zookeeper_close(zh);
+        throw std::runtime_error("expire_session: the server gave the second handle a different session");
+    }
+    zookeeper_close(zh);  // closes the shared session: the first handle gets EXPIRED
+    return id;
+}
+
+bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!condition()) {
+        if (std::chrono::steady_clock::now() > deadline) return condition();
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return true;
+}
+
+std::string unique_path(const std::string& name) {
+    static std::mt19937_64 random{std::random_device{}()};
+    static std::mutex mutex;
+    std::lock_guard lock(mutex);
+    return "/zkr-test/" + name + "-" + std::to_string(random() % 1'000'000'000);
+}
+
+zkr::client_options test_options(const std::string& connect, std::chrono::milliseconds session_timeout) {
+    zkr::client_options o;
+    o.connect = connect;
+    o.session_timeout = session_timeout;
+    o.connection_timeout = std::chrono::seconds(20);
+    o.retry_policy = std::make_shared<zkr::retry::retry_until_elapsed>(std::chrono::seconds(20), std::chrono::milliseconds(100));
+    return o;
+}
+
+}  // namespace zkr::test

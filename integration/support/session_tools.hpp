@@ -1,0 +1,25 @@
+// Test tools that act on a zkr::client's session from outside it.
+#pragma once
+
+#include "zkr/client.hpp"
+
+#include <chrono>
+#include <functional>
+#include <string>
+
+namespace zkr::test {
+
+/// Expires the client's current session the way the server would: a second handle joins the
+/// session with its id and password and closes it. Returns the expired session's id.
+std::int64_t expire_session(const zkr::client& c, const std::string& connect);
+
+/// Polls `condition` every 10 ms until it holds or `timeout` passes; returns the last value.
+bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
+/// A path no other test uses: "/zkr-test/<name>-<random>".
+std::string unique_path(const std::string& name);
+
+/// Options for a test client: short session timeout, quick retries.
+zkr::client_options test_options(const std::string& connect, std::chrono::milliseconds session_timeout = std::chrono::milliseconds(4000));
+
+}  // namespace zkr::test

@@ -1,0 +1,75 @@
+#include "lock_driver.hpp"
+
+#include <algorithm>
+#include <charconv>
+
+namespace zkr::detail {
+
+std::string_view lock_marker(lock_kind kind) noexcept {
+    switch (kind) {
+        case lock_kind::exclusive: return "lock-";
+        case lock_kind::read: return "__READ__";
+        case lock_kind::write: return "__WRIT__";
+    }
+    return "lock-";
+}
+
+std::optional<contender> parse_contender(std::string_view child, bool read_write) {
+    // As Curator's StandardLockInternalsDriver: the text after the LAST marker is the sequence.
+    auto try_kind = [&](lock_kind kind) -> std::optional<contender> {
+        std::string_view marker = lock_marker(kind);
+        std::size_t at = child.rfind(marker);
+        if (at == std::string_view::npos) return std::nullopt;
+        std::string_view digits = child.substr(at + marker.size());
+        if (digits.empty()) return std::nullopt;
+        std::int64_t sequence = 0;
+        auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), sequence);
+        if (ec != std::errc() || end != digits.data() + digits.size()) return std::nullopt;
+        return contender{std::string(child), kind, sequence};
+    };
+    if (!read_write) return try_kind(lock_kind::exclusive);
+    auto read = try_kind(lock_kind::read);
+    auto write = try_kind(lock_kind::write);
+    if (read && write) {
+        // Both markers (a uuid cannot contain them, but be exact): the later one names the node.
+        return child.rfind(lock_marker(lock_kind::read)) > child.rfind(lock_marker(lock_kind::write)) ? read : write;
+    }
+    return read ? read : write;
+}
+
+std::vector<contender> sorted_contenders(const std::vector<std::string>& children, bool read_write) {
+    std::vector<contender> queue;
+    queue.reserve(children.size());
+    for (const auto& child : children) {
+        if (auto c = parse_contender(child, read_write)) queue.push_back(std::move(*c));
+    }
+    std::sort(queue.begin(), queue.end(), [](const contender& a, const contender& b) {
+        return a.sequence != b.sequence ? a.sequence < b.sequence : a.name < b.name;
+    });
+    return queue;
+}
+
+decision decide(const std::vector<contender>& queue, std::string_view ours, std::string_view ignore) {
+    auto self = std::find_if(queue.begin(), queue.end(), [&](const contender& c) { return c.name == ours; });
+    if (self == queue.end()) return {};  // the caller checks presence first
+    if (self->kind == lock_kind::read) {
+        for (auto it = self; it != queue.begin();) {
+            --it;
+            if (it->kind == lock_kind::write && it->name != ignore) return {false, it->name};
+        }
+        return {true, {}};
+    }
+    for (auto it = self; it != queue.begin();) {
+        --it;
+        if (it->name != ignore) return {false, it->name};
+    }
+    return {true, {}};
+}
+
+std::string protection_prefix(std::string_view uuid) { return "_c_" + std::string(uuid) + "-"; }
+
+bool has_prefix(std::string_view child, std::string_view prefix) noexcept {
+    return child.substr(0, prefix.size()) == prefix;
+}
+
+}  // namespace zkr::detail

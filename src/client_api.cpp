@@ -1,0 +1,248 @@
+// zkr::client and zkr::watch: the public, blocking and non-template side.
+#include "client_impl.hpp"
+
+#include "zkr/path.hpp"
+
+#include <boost/asio/system_executor.hpp>
+
+namespace zkr {
+namespace {
+
+using detail::completion;
+using detail::sync_slot;
+
+// Runs one request and waits for its reply on the calling thread (no executor involved, so
+// this works from the client's own executor too).
+template <class... Values, class Start>
+std::tuple<Values...> run_blocking(Start&& start, std::error_code& ec) {
+    sync_slot<Values...> slot;
+    start(completion<Values...>(&slot));
+    return slot.wait(ec);
+}
+
+[[noreturn]] void throw_error(std::error_code ec, const char* operation, const std::string& path) {
+    std::string what = std::string("zkr::client::") + operation + " \"" + path + "\"";
+    if (ec == errc::invalid_path) what += ": " + path_problem(path);
+    throw std::system_error(ec, what);
+}
+
+}  // namespace
+
+client::client(client_options options) : impl_(std::make_shared<detail::client_impl>(std::move(options))) {
+    impl_->start();
+}
+
+client::~client() { impl_->shutdown(); }
+
+client::executor_type client::get_executor() const { return impl_->executor(); }
+const client_options& client::options() const { return impl_->options(); }
+void client::close() { impl_->close(); }
+connection_state client::state() const { return impl_->state(); }
+bool client::is_connected() const { return impl_->is_connected(); }
+std::int64_t client::session_id() const { return impl_->session_id(); }
+std::chrono::milliseconds client::session_timeout() const { return impl_->session_timeout(); }
+std::uint64_t client::session_count() const { return impl_->session_count(); }
+void client::wait_connected(std::chrono::milliseconds timeout) { impl_->wait_connected(timeout); }
+
+subscription client::on_state_change(std::function<void(connection_state)> listener) {
+    return impl_->on_state_change(std::move(listener));
+}
+
+create_result client::create(std::string path, std::string data, create_mode mode, std::error_code& ec) {
+    auto [r] = run_blocking<create_result>(
+        [&](auto done) { impl_->create(std::move(path), std::move(data), mode, std::move(done)); }, ec);
+    return std::move(r);
+}
+create_result client::create(std::string path, std::string data, create_mode mode) {
+    std::error_code ec;
+    auto r = create(path, std::move(data), mode, ec);
+    if (ec) throw_error(ec, "create", path);
+    return r;
+}
+
+void client::remove(std::string path, std::int32_t version, std::error_code& ec) {
+    run_blocking<>([&](auto done) { impl_->remove(std::move(path), version, std::move(done)); }, ec);
+}
+void client::remove(std::string path, std::int32_t version) {
+    std::error_code ec;
+    remove(path, version, ec);
+    if (ec) throw_error(ec, "remove", path);
+}
+
+namespace {
+template <class Result, class Start>
+Result blocking_read(Start start, const char* operation, const std::string& path) {
+    std::error_code ec;
+    auto [r] = run_blocking<Result>(start, ec);
+    if (ec) throw_error(ec, operation, path);
+    return std::move(r);
+}
+}  // namespace
+
+exists_result client::exists(std::string path) {
+    return blocking_read<exists_result>([&](auto done) { impl_->exists(path, false, std::move(done)); }, "exists", path);
+}
+exists_result client::exists(std::string path, set_watch_t) {
+    return blocking_read<exists_result>([&](auto done) { impl_->exists(path, true, std::move(done)); }, "exists", path);
+}
+
+data_result client::get_data(std::string path) {
+    return blocking_read<data_result>([&](auto done) { impl_->get_data(path, false, std::move(done)); }, "get_data", path);
+}
+data_result client::get_data(std::string path, set_watch_t) {
+    return blocking_read<data_result>([&](auto done) { impl_->get_data(path, true, std::move(done)); }, "get_data", path);
+}
+data_result client::get_data(std::string path, std::error_code& ec) {
+    auto [r] = run_blocking<data_result>([&](auto done) { impl_->get_data(std::move(path), false, std::move(done)); }, ec);
+    return std::move(r);
+}
+
+zkr::stat client::set_data(std::string path, std::string data, std::int32_t version, std::error_code& ec) {
+    auto [r] = run_blocking<zkr::stat>(
+        [&](auto done) { impl_->set_data(std::move(path), std::move(data), version, std::move(done)); }, ec);
+    return r;
+}
+zkr::stat client::set_data(std::string path, std::string data, std::int32_t version) {
+    std::error_code ec;
+    auto r = set_data(path, std::move(data), version, ec);
+    if (ec) throw_error(ec, "set_data", path);
+    return r;
+}
+
+children_result client::get_children(std::string path) {
+    return blocking_read<children_result>([&](auto done) { impl_->get_children(path, false, std::move(done)); },
+                                          "get_children", path);
+}
+children_result client::get_children(std::string path, set_watch_t) {
+    return blocking_read<children_result>([&](auto done) { impl_->get_children(path, true, std::move(done)); },
+                                          "get_children", path);
+}
+children_result client::get_children(std::string path, std::error_code& ec) {
+    auto [r] = run_blocking<children_result>(
+        [&](auto done) { impl_->get_children(std::move(path), false, std::move(done)); }, ec);
+    return std::move(r);
+}
+
+std::vector<multi_op_result> client::multi(std::vector<multi_op> ops, std::error_code& ec) {
+    auto [r] = run_blocking<std::vector<multi_op_result>>(
+        [&](auto done) { impl_->multi(std::move(ops), std::move(done)); }, ec);
+    return std::move(r);
+}
+std::vector<multi_op_result> client::multi(std::vector<multi_op> ops) {
+    std::error_code ec;
+    auto r = multi(std::move(ops), ec);
+    if (ec) throw std::system_error(ec, "zkr::client::multi");
+    return r;
+}
+
+void client::create_parents(const std::string& path, create_mode parents_mode) {
+    validate_path(path);
+    for (std::size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {
+        std::string prefix = slash == std::string::npos ? path : path.substr(0, slash);
+        std::error_code ec;
+        create(prefix, {}, parents_mode, ec);
+        if (ec && ec != errc::node_exists) throw_error(ec, "create_parents", prefix);
+        if (slash == std::string::npos) break;
+    }
+}
+
+// ---------------------------------------------------------------- watch
+
+bool watch::done() const {
+    if (!state_) return true;
+    std::lock_guard lock(state_->mutex);
+    return state_->done;
+}
+
+const std::string& watch::path() const {
+    static const std::string none;
+    return state_ ? state_->path : none;
+}
+
+namespace {
+// Registers a blocked caller, or returns the outcome if it is already known.
+std::optional<std::pair<std::error_code, watch_event>> attach(detail::watch_state& s, sync_slot<watch_event>& slot) {
+    std::lock_guard lock(s.mutex);
+    if (s.done) return std::make_pair(s.error, s.event);
+    if (s.waiter || s.sync_waiter) return std::make_pair(make_error_code(errc::bad_arguments), watch_event{});
+    s.sync_waiter = &slot;
+    return std::nullopt;
+}
+}  // namespace
+
+watch_event watch::wait() {
+    if (!state_) throw std::system_error(make_error_code(errc::bad_arguments), "zkr::watch::wait on an empty watch");
+    sync_slot<watch_event> slot;
+    std::error_code ec;
+    watch_event ev;
+    if (auto known = attach(*state_, slot)) {
+        std::tie(ec, ev) = *known;
+    } else {
+        std::tie(ev) = slot.wait(ec);
+    }
+    if (ec) throw std::system_error(ec, "zkr::watch::wait \"" + state_->path + "\"");
+    return ev;
+}
+
+std::optional<watch_event> watch::wait_for(std::chrono::milliseconds timeout) {
+    if (!state_) throw std::system_error(make_error_code(errc::bad_arguments), "zkr::watch::wait_for on an empty watch");
+    sync_slot<watch_event> slot;
+    std::error_code ec;
+    watch_event ev;
+    if (auto known = attach(*state_, slot)) {
+        std::tie(ec, ev) = *known;
+    } else if (auto got = slot.wait_for(timeout, ec)) {
+        std::tie(ev) = *got;
+    } else {
+        {
+            std::lock_guard lock(state_->mutex);
+            if (state_->sync_waiter == &slot) {
+                state_->sync_waiter = nullptr;
+                return std::nullopt;
+            }
+        }
+        // It fired as we gave up: the slot is being filled; take it.
+        std::tie(ev) = slot.wait(ec);
+    }
+    if (ec) throw std::system_error(ec, "zkr::watch::wait_for \"" + state_->path + "\"");
+    return ev;
+}
+
+std::error_code watch::remove() {
+    if (!state_) return make_error_code(errc::bad_arguments);
+    auto c = state_->client_owner.lock();
+    if (!c) return make_error_code(errc::client_closed);
+    std::error_code ec;
+    run_blocking<>([&](auto done) { c->remove_watch(state_, std::move(done)); }, ec);
+    return ec;
+}
+
+// ---------------------------------------------------------------- small types
+
+acl open_acl_unsafe() { return {acl_entry{perms::all, "world", "anyone"}}; }
+acl creator_all_acl() { return {acl_entry{perms::all, "auth", ""}}; }
+acl read_acl_unsafe() { return {acl_entry{perms::read, "world", "anyone"}}; }
+
+const char* to_string(connection_state s) noexcept {
+    switch (s) {
+        case connection_state::connected: return "connected";
+        case connection_state::suspended: return "suspended";
+        case connection_state::reconnected: return "reconnected";
+        case connection_state::lost: return "lost";
+        case connection_state::closed: return "closed";
+    }
+    return "?";
+}
+
+const char* to_string(event_type t) noexcept {
+    switch (t) {
+        case event_type::created: return "created";
+        case event_type::deleted: return "deleted";
+        case event_type::changed: return "changed";
+        case event_type::child: return "child";
+        case event_type::not_watching: return "not_watching";
+    }
+    return "?";
+}
+
+}  // namespace zkr

@@ -1,0 +1,93 @@
+// Internal: where an operation's result goes — an async handler (posted to its executor) or a
+// blocked caller (woken directly). Either way no user code runs on the ZooKeeper C client's threads.
+#pragma once
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/append.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/execution/outstanding_work.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/prefer.hpp>
+
+#include "zkr/error.hpp"
+
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <system_error>
+#include <tuple>
+
+namespace zkr::detail {
+
+/// A blocked caller's mailbox.
+template <class... Values>
+class sync_slot {
+public:
+    void set(std::error_code ec, Values... values) {
+        std::lock_guard lock(mutex_);
+        error_ = ec;
+        values_.emplace(std::move(values)...);
+        done_.notify_all();
+    }
+    std::tuple<Values...> wait(std::error_code& ec) {
+        std::unique_lock lock(mutex_);
+        done_.wait(lock, [&] { return values_.has_value(); });
+        ec = error_;
+        return std::move(*values_);
+    }
+    /// Like wait(), but gives up after `timeout` (std::nullopt).
+    template <class Duration>
+    std::optional<std::tuple<Values...>> wait_for(Duration timeout, std::error_code& ec) {
+        std::unique_lock lock(mutex_);
+        if (!done_.wait_for(lock, timeout, [&] { return values_.has_value(); })) return std::nullopt;
+        ec = error_;
+        return std::move(*values_);
+    }
+
+private:
+    std::mutex mutex_;
+    std::condition_variable done_;
+    std::error_code error_;
+    std::optional<std::tuple<Values...>> values_;
+};
+
+/// Posts `handler(args...)` through `io_executor` on to the handler's associated executor
+/// (asio::append keeps the handler's associations: executor, allocator, cancellation slot).
+template <class Handler, class Executor, class... Args>
+void post_handler(Handler handler, const Executor& io_executor, Args... args) {
+    boost::asio::post(io_executor, boost::asio::append(std::move(handler), std::move(args)...));
+}
+
+template <class... Values>
+class completion {
+public:
+    using handler_type = boost::asio::any_completion_handler<void(async_error, Values...)>;
+
+    /// `io_executor`: the client's; it counts as busy until the handler is posted.
+    completion(handler_type handler, const boost::asio::any_io_executor& io_executor)
+        : handler_(std::move(handler)),
+          work_(boost::asio::prefer(io_executor, boost::asio::execution::outstanding_work.tracked)) {}
+    explicit completion(sync_slot<Values...>* slot) : slot_(slot) {}
+
+    completion(completion&&) = default;
+    completion& operator=(completion&&) = default;
+
+    /// Delivers the result; call once.
+    void operator()(async_error ec, Values... values) {
+        if (slot_) {
+            slot_->set(ec, std::move(values)...);
+            return;
+        }
+        post_handler(std::move(handler_), work_, ec, std::move(values)...);
+        work_ = {};
+    }
+
+private:
+    handler_type handler_;
+    boost::asio::any_io_executor work_;
+    sync_slot<Values...>* slot_ = nullptr;
+};
+
+}  // namespace zkr::detail

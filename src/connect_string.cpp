@@ -1,0 +1,45 @@
+#include "connect_string.hpp"
+
+#include "zkr/path.hpp"
+
+#include <cctype>
+
+namespace zkr::detail {
+
+std::string connect_string_problem(std::string_view connect) {
+    if (connect.empty()) return "connect string is empty";
+    std::string_view hosts = connect;
+    if (std::size_t slash = connect.find('/'); slash != std::string_view::npos) {
+        hosts = connect.substr(0, slash);
+        std::string chroot_problem = path_problem(connect.substr(slash));
+        if (!chroot_problem.empty()) return "chroot '" + std::string(connect.substr(slash)) + "': " + chroot_problem;
+    }
+    if (hosts.empty()) return "connect string has no host before the chroot";
+    std::size_t start = 0;
+    while (start <= hosts.size()) {
+        std::size_t end = hosts.find(',', start);
+        if (end == std::string_view::npos) end = hosts.size();
+        std::string_view entry = hosts.substr(start, end - start);
+        if (entry.empty()) return "connect string has an empty host entry";
+        std::size_t colon = entry.rfind(':');
+        bool bracketed = !entry.empty() && entry.front() == '[';
+        if (colon == std::string_view::npos || (bracketed && colon < entry.find(']')))
+            return "host '" + std::string(entry) + "' has no ':port'";
+        std::string_view host = entry.substr(0, colon), port = entry.substr(colon + 1);
+        if (host.empty()) return "entry '" + std::string(entry) + "' has no host name";
+        if (port.empty() || port.size() > 5) return "host '" + std::string(entry) + "' has an invalid port";
+        unsigned value = 0;
+        for (char c : port) {
+            if (!std::isdigit(static_cast<unsigned char>(c))) return "host '" + std::string(entry) + "' has a non-numeric port";
+            value = value * 10 + static_cast<unsigned>(c - '0');
+        }
+        if (value == 0 || value > 65535) return "host '" + std::string(entry) + "' has a port outside 1-65535";
+        for (char c : host) {
+            if (std::isspace(static_cast<unsigned char>(c))) return "host '" + std::string(entry) + "' contains white space";
+        }
+        start = end + 1;
+    }
+    return {};
+}
+
+}  // namespace zkr::detail

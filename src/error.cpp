@@ -1,0 +1,94 @@
+#include "zkr/error.hpp"
+
+#include <string>
+
+namespace zkr {
+namespace {
+
+class zkr_error_category final : public std::error_category {
+public:
+    const char* name() const noexcept override { return "zkr"; }
+
+    std::string message(int value) const override {
+        switch (static_cast<errc>(value)) {
+            case errc::system_error: return "ZooKeeper system error";
+            case errc::runtime_inconsistency: return "ZooKeeper runtime inconsistency";
+            case errc::data_inconsistency: return "ZooKeeper data inconsistency";
+            case errc::connection_loss: return "connection to the ZooKeeper server lost";
+            case errc::marshalling_error: return "ZooKeeper marshalling error";
+            case errc::unimplemented: return "operation not implemented by the server";
+            case errc::operation_timeout: return "ZooKeeper operation timed out";
+            case errc::bad_arguments: return "invalid arguments to a ZooKeeper call";
+            case errc::invalid_state: return "ZooKeeper handle in an invalid state (session expired or auth failed)";
+            case errc::new_config_no_quorum: return "no quorum of the new configuration is connected";
+            case errc::reconfig_in_progress: return "a reconfiguration is already in progress";
+            case errc::ssl_connection_error: return "SSL connection error";
+            case errc::api_error: return "ZooKeeper API error";
+            case errc::no_node: return "node does not exist";
+            case errc::no_auth: return "not authenticated for this node";
+            case errc::bad_version: return "node version does not match";
+            case errc::no_children_for_ephemerals: return "ephemeral nodes may not have children";
+            case errc::node_exists: return "node already exists";
+            case errc::not_empty: return "node has children";
+            case errc::session_expired: return "ZooKeeper session expired";
+            case errc::invalid_callback: return "invalid callback";
+            case errc::invalid_acl: return "invalid ACL";
+            case errc::auth_failed: return "authentication failed";
+            case errc::closing: return "ZooKeeper handle is closing";
+            case errc::nothing: return "no server responses to process";
+            case errc::session_moved: return "session moved to another server";
+            case errc::not_read_only: return "write request sent to a read-only server";
+            case errc::ephemeral_on_local_session: return "ephemeral node on a local session";
+            case errc::no_watcher: return "no such watcher";
+            case errc::reconfig_disabled: return "reconfiguration disabled";
+            case errc::session_closed_require_sasl_auth: return "session closed: the server requires SASL authentication";
+            case errc::throttled_op: return "operation throttled by the server";
+            case errc::invalid_path: return "invalid znode path";
+            case errc::invalid_connect_string: return "invalid ZooKeeper connect string";
+            case errc::connect_timeout: return "timed out connecting to ZooKeeper";
+            case errc::client_closed: return "zkr client closed";
+            case errc::not_owner: return "the calling thread does not hold this lock";
+            case errc::lock_lost: return "the lock was lost with its ZooKeeper session";
+            case errc::upgrade_refused: return "read lock holder may not take the write lock (upgrade would deadlock)";
+            case errc::watch_removed: return "watch removed before it fired";
+        }
+        return "unknown zkr error " + std::to_string(value);
+    }
+};
+
+}  // namespace
+
+const std::error_category& zkr_category() noexcept {
+    static const zkr_error_category category;
+    return category;
+}
+
+bool is_retryable(const std::error_code& ec) noexcept {
+    if (ec.category() != zkr_category()) return false;
+    switch (static_cast<errc>(ec.value())) {
+        case errc::connection_loss:
+        case errc::operation_timeout:
+        case errc::session_moved:
+        case errc::throttled_op:
+            return true;
+        default:
+            return false;
+    }
+}
+
+bool is_session_lost(const std::error_code& ec) noexcept {
+    if (ec.category() != zkr_category()) return false;
+    switch (static_cast<errc>(ec.value())) {
+        case errc::session_expired:
+        case errc::invalid_state:
+        case errc::auth_failed:
+        case errc::closing:
+        case errc::client_closed:
+        case errc::lock_lost:
+            return true;
+        default:
+            return false;
+    }
+}
+
+}  // namespace zkr
