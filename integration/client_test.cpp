@@ -51,7 +51,7 @@ struct state_log {
 
 }  // namespace
 
-TEST_CASE("connect, query the session and close", "[client]") {
+TEST_CASE("connect and query the session and close", "[client]") {
     zkr::client c(test_options(test_connect_string()));
     c.wait_connected(10s);
     CHECK(c.is_connected());
@@ -81,7 +81,7 @@ TEST_CASE("closing the client removes its ephemeral nodes at once", "[client]") 
     CHECK_FALSE(observer.exists(base + "/e").exists);
 }
 
-TEST_CASE("create, read, update and remove with their error cases", "[client]") {
+TEST_CASE("create read update and remove with their error cases", "[client]") {
     zkr::client c(test_options(test_connect_string()));
     std::string base = unique_path("crud");
     c.create_parents(base);
@@ -183,7 +183,7 @@ TEST_CASE("multi applies all or nothing and reports each op", "[client]") {
     CHECK(c.multi({}).empty());
 }
 
-TEST_CASE("async forms: callback, future and coroutine", "[client][async]") {
+TEST_CASE("async forms: callback and future and coroutine", "[client][async]") {
     zkr::client c(test_options(test_connect_string()));
     std::string base = unique_path("async");
     c.create_parents(base);
@@ -342,7 +342,7 @@ TEST_CASE("removing a watch takes it off the server", "[client][watch]") {
     CHECK(eventually([&] { return cluster.watch_count(1) == before; }));
 }
 
-TEST_CASE("invalid input gets a clear error, never a hang", "[client][input]") {
+TEST_CASE("invalid input gets a clear error and never hangs", "[client][input]") {
     SECTION("malformed connect strings are refused at construction") {
         for (const char* bad : {"", "localhost", "host:notaport", "h:1,,h:2", "h:1/bad//chroot"}) {
             INFO(bad);
@@ -398,6 +398,7 @@ TEST_CASE("invalid input gets a clear error, never a hang", "[client][input]") {
     }
     SECTION("data over ZooKeeper's 1 MiB packet limit is refused before sending") {
         zkr::client c(test_options(test_connect_string()));
+        c.wait_connected(10s);
         std::error_code ec;
         c.create(unique_path("big"), std::string(1024 * 1024, 'x'), zkr::create_mode::persistent, ec);
         CHECK(ec == errc::bad_arguments);

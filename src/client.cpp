@@ -294,27 +294,30 @@ private:
     std::vector<Stat> stats_;
 };
 
+// Removes every watch of one kind our session has on a path (REMOVE_WATCHES). The C client's
+// per-watcher removal only checks the server (CHECK_WATCHES) and leaves the server's watch in
+// place, so it is used only when another local watcher still needs that server watch.
 class remove_watch_request final : public typed_request<> {
 public:
     remove_watch_request(client_impl& c, std::shared_ptr<watch_state> ws, completion<> done)
         : typed_request(c, true, std::move(done)), watch_(std::move(ws)) {}
 
     int send(zhandle_t* zh) override {
-        return zoo_aremove_watches(zh, watch_->path.c_str(),
-                                   watch_->kind == watch_kind::child ? ZWATCHTYPE_CHILD : ZWATCHTYPE_DATA,
-                                   &on_watch_event, watch_.get(), 0,
-                                   // The C API declares a pointer to the callback but uses it as the callback.
-                                   reinterpret_cast<void_completion_t*>(reinterpret_cast<void*>(&on_reply)), this);
+        return zoo_aremove_all_watches(zh, watch_->path.c_str(),
+                                       watch_->kind == watch_kind::child ? ZWATCHTYPE_CHILD : ZWATCHTYPE_DATA, 0,
+                                       // The C API declares a pointer to the callback but uses it as the callback.
+                                       reinterpret_cast<void_completion_t*>(reinterpret_cast<void*>(&on_reply)), this);
     }
-    std::uint64_t generation() const { return watch_->generation; }
 
 private:
     static void on_reply(int rc, const void* data) {
         auto* r = self<remove_watch_request>(data);
+        // A retry that finds nothing means our first try got through.
         if (rc == ZOK || (rc == ZNOWATCHER && !r->watch_->done && r->retries > 0)) {
-            // Removed (a retry that finds nothing means our first try got through).
             r->watch_->finish(make_error_code(errc::watch_removed), {});
             r->client.forget_watch(r->watch_.get());
+            // Local watchers that armed on this path meanwhile lost their registration too.
+            r->client.end_watches_on(*r->watch_, watch_event{event_type::not_watching, r->watch_->path});
             return r->succeed();
         }
         r->client.on_failure(r, rc);
@@ -850,10 +853,42 @@ void client_impl::multi(std::vector<multi_op> ops, completion<std::vector<multi_
     submit(new multi_request(*this, std::move(ops), std::move(done)));
 }
 
+std::vector<std::shared_ptr<watch_state>> client_impl::watches_sharing(const watch_state& ws) {
+    std::vector<std::shared_ptr<watch_state>> sharing;
+    std::lock_guard lock(watches_mutex_);
+    for (auto& [ptr, other] : watches_) {
+        if (ptr != &ws && other->armed && other->kind == ws.kind && other->generation == ws.generation &&
+            other->path == ws.path)
+            sharing.push_back(other);
+    }
+    return sharing;
+}
+
+void client_impl::end_watches_on(const watch_state& ws, const watch_event& ev) {
+    for (auto& other : watches_sharing(ws)) {
+        other->finish({}, ev);
+        forget_watch(other.get());
+    }
+}
+
 void client_impl::remove_watch(std::shared_ptr<watch_state> ws, completion<> done) {
     {
         std::lock_guard lock(ws->mutex);
         if (ws->done) return done(make_error_code(errc::no_watcher));
+    }
+    if (!watches_sharing(*ws).empty()) {
+        // Others here still need the server's watch on this path: drop only ours, locally.
+        int rc;
+        {
+            std::shared_lock lock(handle_mutex_);
+            if (!zh_ || ws->generation != generation_) return done(make_error_code(errc::no_watcher));
+            rc = zoo_remove_watches(zh_, ws->path.c_str(), ws->kind == watch_kind::child ? ZWATCHTYPE_CHILD : ZWATCHTYPE_DATA,
+                                    &on_watch_event, ws.get(), 1);
+        }
+        if (rc != ZOK) return done(map_rc(rc));
+        ws->finish(make_error_code(errc::watch_removed), {});
+        forget_watch(ws.get());
+        return done({});
     }
     submit(new remove_watch_request(*this, std::move(ws), std::move(done)));
 }

@@ -21,7 +21,9 @@ std::tuple<Values...> run_blocking(Start&& start, std::error_code& ec) {
 }
 
 [[noreturn]] void throw_error(std::error_code ec, const char* operation, const std::string& path) {
-    std::string what = std::string("zkr::client::") + operation + " \"" + path + "\"";
+    std::string shown;
+    for (char ch : path) shown += ch == '\0' ? std::string("\\0") : std::string(1, ch);
+    std::string what = std::string("zkr::client::") + operation + " \"" + shown + "\"";
     if (ec == errc::invalid_path) what += ": " + path_problem(path);
     throw std::system_error(ec, what);
 }

@@ -122,6 +122,10 @@ public:
 
     std::shared_ptr<watch_state> new_watch(std::string path, watch_kind kind);
     void forget_watch(watch_state* ws);
+    /// Armed watches of ours, other than `ws`, on the same path, kind and handle.
+    std::vector<std::shared_ptr<watch_state>> watches_sharing(const watch_state& ws);
+    /// Ends those with `ev` (their registration went with a removal of all watches on the path).
+    void end_watches_on(const watch_state& ws, const watch_event& ev);
     const ACL_vector* acl() const { return &acl_vector_; }
 
     /// Handle-level events from the C client (posted to the internal thread).
