@@ -350,6 +350,7 @@ void watch_state::finish(std::error_code ec, watch_event ev) {
     std::optional<watch_handler> handler;
     asio::any_io_executor work;
     sync_slot<watch_event>* slot = nullptr;
+    std::function<void(std::error_code, const watch_event&)> inline_fn;
     {
         std::lock_guard lock(mutex);
         if (done) return;
@@ -359,9 +360,23 @@ void watch_state::finish(std::error_code ec, watch_event ev) {
         handler = std::exchange(waiter, std::nullopt);
         work = std::exchange(waiter_work, {});
         slot = std::exchange(sync_waiter, nullptr);
+        inline_fn = std::exchange(inline_waiter, {});
     }
+    if (inline_fn) inline_fn(ec, ev);
     if (handler) post_handler(std::move(*handler), work, async_error(ec), std::move(ev));
     else if (slot) slot->set(ec, std::move(ev));
+}
+
+void watch_state::wait_inline(std::function<void(std::error_code, const watch_event&)> fn) {
+    std::unique_lock lock(mutex);
+    if (done) {
+        std::error_code ec = error;
+        watch_event ev = event;
+        lock.unlock();
+        fn(ec, ev);
+        return;
+    }
+    inline_waiter = std::move(fn);
 }
 
 void watch_state::cancel_wait() {
@@ -664,8 +679,21 @@ void client_impl::close() {
     done.get_future().wait();
 }
 
+std::shared_ptr<void> client_impl::extension(const void* key, const std::function<std::shared_ptr<void>()>& make) {
+    std::lock_guard lock(extensions_mutex_);
+    auto& slot = extensions_[key];
+    if (!slot) slot = make();
+    return slot;
+}
+
 void client_impl::shutdown() {
     close();
+    {
+        // Recipe state may hold timers on the internal executor: drop it while that still runs.
+        std::map<const void*, std::shared_ptr<void>> extensions;
+        std::lock_guard lock(extensions_mutex_);
+        extensions.swap(extensions_);
+    }
     work_.reset();
     if (!thread_.joinable()) return;
     if (thread_.get_id() == std::this_thread::get_id()) {

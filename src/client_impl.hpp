@@ -53,10 +53,19 @@ struct watch_state {
     std::optional<watch_handler> waiter;
     boost::asio::any_io_executor waiter_work;
     sync_slot<watch_event>* sync_waiter = nullptr;
+    // zkr's own waits (lock recipes): called on the thread that ends the watch; must not block.
+    std::function<void(std::error_code, const watch_event&)> inline_waiter;
 
     /// First call wins; completes a pending wait.
     void finish(std::error_code ec, watch_event ev);
     void cancel_wait();
+    /// Registers an inline waiter; if the watch already ended, calls it at once (on this thread).
+    void wait_inline(std::function<void(std::error_code, const watch_event&)> fn);
+};
+
+/// For recipes: the state behind a zkr::watch.
+struct watch_access {
+    static const std::shared_ptr<watch_state>& state(const zkr::watch& w) { return w.state_; }
 };
 
 /// A request to the ZooKeeper server, resent under the retry policy when that is safe.
@@ -84,6 +93,10 @@ public:
     ~client_impl();
 
     void start();     // opens the first handle
+
+    /// Per-client state of a recipe family (e.g. the lock engine), made on first use and
+    /// destroyed with the client.
+    std::shared_ptr<void> extension(const void* key, const std::function<std::shared_ptr<void>()>& make);
     void shutdown();  // close() + stop the internal thread
     void close();
 
@@ -179,6 +192,9 @@ private:
     std::vector<completion<connection_state>> next_state_waiters_;
     std::map<std::uint64_t, std::shared_ptr<listener_entry>> listeners_;
     std::uint64_t next_listener_id_ = 0;
+
+    std::mutex extensions_mutex_;
+    std::map<const void*, std::shared_ptr<void>> extensions_;
 
     std::mutex watches_mutex_;
     std::unordered_map<watch_state*, std::shared_ptr<watch_state>> watches_;

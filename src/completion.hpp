@@ -14,6 +14,7 @@
 #include "zkr/error.hpp"
 
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <system_error>
@@ -70,6 +71,10 @@ public:
         : handler_(std::move(handler)),
           work_(boost::asio::prefer(io_executor, boost::asio::execution::outstanding_work.tracked)) {}
     explicit completion(sync_slot<Values...>* slot) : slot_(slot) {}
+    /// For zkr's own state machines: runs `fn` on whichever thread completes the request (often
+    /// the ZooKeeper C client's). It must not block and must not call user code.
+    using inline_fn = std::function<void(std::error_code, Values...)>;
+    explicit completion(inline_fn fn) : inline_(std::move(fn)) {}
 
     completion(completion&&) = default;
     completion& operator=(completion&&) = default;
@@ -80,6 +85,11 @@ public:
             slot_->set(ec, std::move(values)...);
             return;
         }
+        if (inline_) {
+            auto fn = std::move(inline_);
+            fn(ec, std::move(values)...);
+            return;
+        }
         post_handler(std::move(handler_), work_, ec, std::move(values)...);
         work_ = {};
     }
@@ -88,6 +98,7 @@ private:
     handler_type handler_;
     boost::asio::any_io_executor work_;
     sync_slot<Values...>* slot_ = nullptr;
+    inline_fn inline_;
 };
 
 }  // namespace zkr::detail

@@ -25,6 +25,7 @@ struct watch_event {
 
 namespace detail {
 struct watch_state;
+struct watch_access;
 using watch_handler = boost::asio::any_completion_handler<void(async_error, watch_event)>;
 using void_handler = boost::asio::any_completion_handler<void(async_error)>;
 void start_watch_wait(const std::shared_ptr<watch_state>& state, watch_handler handler);
@@ -78,6 +79,7 @@ public:
     std::error_code remove();
 
 private:
+    friend struct detail::watch_access;
     std::shared_ptr<detail::watch_state> state_;
 };
 

@@ -1,0 +1,51 @@
+// What zkr's locks report about themselves and their queues.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace zkr {
+
+/// A hold's standing, as far as this client can tell.
+enum class lock_state {
+    not_held,   ///< the calling thread holds nothing here
+    held,       ///< held, and the session is connected
+    uncertain,  ///< held, but the connection is down: the session may be expiring right now
+    lost,       ///< the session that held it is gone: another client may hold the lock now
+};
+const char* to_string(lock_state s) noexcept;
+
+/// Who made a lock node, from its data. zkr writes "zkr:1;host=<h>;pid=<p>;thread=<t>"
+/// (thread = the Linux thread id); other clients (Curator writes its IP address) leave fields
+/// empty and `raw` holds their data.
+struct lock_owner {
+    std::string host;
+    std::int64_t pid = 0;
+    std::int64_t thread = 0;
+    std::string raw;
+    bool is_zkr() const noexcept { return pid != 0; }
+};
+
+/// One contender in a lock's queue.
+struct participant {
+    std::string node;          ///< node name, e.g. "_c_…-lock-0000000007"
+    std::int64_t sequence = 0; ///< its place in the queue
+    bool reader = false;       ///< a read-lock node (read/write lock only)
+    bool holds = false;        ///< it holds the lock now
+    lock_owner owner;
+};
+
+/// Counters of a client's lock engine (all locks of one zkr::client), for tests and tuning.
+struct lock_statistics {
+    std::uint64_t acquisitions = 0;     ///< holds taken through ZooKeeper (not re-entries)
+    std::uint64_t reentries = 0;        ///< holds taken again by their thread, no round trip
+    std::uint64_t wakeups = 0;          ///< watch events that woke a waiter
+    std::uint64_t nodes_created = 0;    ///< lock nodes created
+    std::uint64_t nodes_adopted = 0;    ///< lock nodes found again after a lost create reply
+    std::uint64_t stale_nodes_deleted = 0;  ///< our nodes of failed creates or older sessions removed
+    std::uint64_t delete_retries = 0;   ///< guaranteed deletes that had to be resent
+    std::uint64_t holds_lost = 0;       ///< holds whose session was lost
+};
+
+}  // namespace zkr
