@@ -32,7 +32,8 @@
 // Stdin in the hold modes: `release` lines and EOF are honoured once the lock is held (input that
 // arrives earlier is kept, so `echo release | ... hold ...` acquires and releases at once). A
 // `cancel` line received while still waiting abandons the attempt (our node is deleted), prints
-// `cancelled` and exits 0.
+// `cancelled` and exits 0. Connection state changes (SUSPENDED, LOST, RECONNECTED) are reported on
+// stderr only.
 //
 // Environment: CURATOR_SESSION_MS (default 10000), CURATOR_CONNECT_MS (how long to wait for the
 // first connection, default 15000), CURATOR_LOG_LEVEL (slf4j-simple level on stderr, default warn).
@@ -53,6 +54,7 @@ import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.data.Stat;
@@ -193,6 +195,9 @@ public final class CuratorLockDriver {
                 }
                 return 0;
             }
+            case "warmup":
+                // Used by build.sh to record a class-data-sharing archive; needs no server.
+                return warmup();
             default:
                 throw usage("unknown mode '" + mode + "'");
         }
@@ -241,6 +246,12 @@ public final class CuratorLockDriver {
                 .build();
         // On SIGTERM/SIGINT close the session so that our ephemeral lock nodes go away at once.
         Runtime.getRuntime().addShutdownHook(new Thread(CuratorLockDriver::closeClient, "close-client"));
+        // Connection trouble is reported on stderr only (stdout keeps the documented lines).
+        client.getConnectionStateListenable().addListener((c, state) -> {
+            if (state != ConnectionState.CONNECTED) {
+                err("connection state " + state);
+            }
+        });
         client.start();
         if (!client.blockUntilConnected(connectMs, TimeUnit.MILLISECONDS)) {
             throw new Exit(EXIT_ERROR, "could not connect to " + connectString + " within " + connectMs + " ms");
@@ -288,6 +299,44 @@ public final class CuratorLockDriver {
                     + Long.toHexString(sessionId()));
         }
         return node;
+    }
+
+    /**
+     * Loads (roughly) the classes a real run loads, without a server: builds a client for an
+     * address where nothing listens, creates the lock recipes and the operation builders, and tries
+     * to connect for a moment.
+     */
+    static int warmup() throws Exception {
+        // Not stored in `client`: closing a client that never connected takes a second or so, and
+        // there is no session to end.
+        CuratorFramework client = CuratorFrameworkFactory.builder()
+                .connectString("127.0.0.1:1")
+                .sessionTimeoutMs(1000)
+                .connectionTimeoutMs(200)
+                .retryPolicy(new ExponentialBackoffRetry(100, 5))
+                .build();
+        InterProcessMutex mutex = new InterProcessMutex(client, "/warmup");
+        InterProcessReadWriteLock rw = new InterProcessReadWriteLock(client, "/warmup");
+        client.start();
+        client.blockUntilConnected(300, TimeUnit.MILLISECONDS);
+        client.getData().storingStatIn(new Stat());
+        client.setData().withVersion(-1);
+        client.create().creatingParentContainersIfNeeded();
+        client.checkExists();
+        client.getChildren();
+        client.delete().guaranteed();
+        Exception[] samples = {
+                new KeeperException.NoNodeException(), new KeeperException.NodeExistsException(),
+                new KeeperException.BadVersionException(), new Exit(0, ""),
+        };
+        new Random(1).nextInt(100);
+        new LinkedBlockingQueue<String>().poll();
+        new CountDownLatch(1).countDown();
+        new AtomicReference<Object>().get();
+        new State(0, 0, 0).toString();
+        encodeState(0, 0);
+        out("warmup " + samples.length + " " + (mutex.isAcquiredInThisProcess() || rw.readLock().isAcquiredInThisProcess()));
+        return 0;
     }
 
     // ------------------------------------------------------------------ increment

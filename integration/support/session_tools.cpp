@@ -27,6 +27,38 @@ void watcher(zhandle_t*, int type, int state, const char*, void* context) {
 
 }  // namespace
 
+namespace {
+zhandle_t* join_session(const std::string& connect, const std::pair<std::int64_t, std::string>& credentials,
+                        connected_flag& flag) {
+    clientid_t cid{};
+    cid.client_id = credentials.first;
+    std::copy(credentials.second.begin(), credentials.second.end(), cid.passwd);
+    zhandle_t* zh = zookeeper_init(connect.c_str(), &watcher, 10000, &cid, &flag, 0);
+    if (!zh) throw std::runtime_error("join_session: zookeeper_init failed");
+    std::unique_lock lock(flag.mutex);
+    if (!flag.cv.wait_for(lock, std::chrono::seconds(10), [&] { return flag.state == ZOO_CONNECTED_STATE; })) {
+        lock.unlock();
+        zookeeper_close(zh);
+        throw std::runtime_error("join_session: the second handle did not connect");
+    }
+    if (zoo_client_id(zh)->client_id != credentials.first) {
+        lock.unlock();
+        zookeeper_close(zh);
+        throw std::runtime_error("join_session: the server gave the second handle a different session");
+    }
+    return zh;
+}
+connected_flag keeper_flag;  // the keeper's watcher outlives no keeper: one at a time in tests
+}  // namespace
+
+session_keeper::session_keeper(const std::string& connect, const std::pair<std::int64_t, std::string>& credentials)
+    : handle_(join_session(connect, credentials, keeper_flag)) {}
+
+session_keeper::~session_keeper() {
+    // Closing ends the session on the server (and removes its ephemeral nodes).
+    zookeeper_close(static_cast<zhandle_t*>(handle_));
+}
+
 std::int64_t expire_session(const zkr::client& c, const std::string& connect) {
     auto [id, password] = c.impl().session_credentials();
     if (id == 0) throw std::runtime_error("expire_session: the client has no session");

@@ -1,0 +1,605 @@
+// zkr::mutex against real ZooKeeper servers.
+#include "support/fault_proxy.hpp"
+#include "support/session_tools.hpp"
+#include "support/zk_cluster.hpp"
+#include "zkr/client.hpp"
+#include "zkr/mutex.hpp"
+#include "client_impl.hpp"
+#include "zkr/path.hpp"
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <csignal>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using zkr::errc;
+using zkr::test::eventually;
+using zkr::test::test_connect_string;
+using zkr::test::test_options;
+using zkr::test::unique_path;
+
+namespace {
+
+std::size_t queue_length(zkr::client& c, const std::string& path) {
+    std::error_code ec;
+    auto r = c.get_children(path, ec);
+    return ec ? 0 : r.children.size();
+}
+
+// A waiter on its own thread (and, by default, its own client).
+struct waiter {
+    waiter(const std::string& connect, const std::string& path, std::function<void()> on_acquired = {})
+        : client(test_options(connect)), m(client, path) {
+        thread = std::thread([this, on_acquired] {
+            m.lock();
+            acquired = true;
+            if (on_acquired) on_acquired();
+            std::unique_lock lock(mutex);
+            cv.wait(lock, [&] { return release_now; });
+            m.unlock();
+        });
+    }
+    void release() {
+        {
+            std::lock_guard lock(mutex);
+            release_now = true;
+        }
+        cv.notify_all();
+        thread.join();
+    }
+    ~waiter() {
+        if (thread.joinable()) release();
+    }
+    zkr::client client;
+    zkr::mutex m;
+    std::atomic<bool> acquired{false};
+    std::mutex mutex;
+    std::condition_variable cv;
+    bool release_now = false;
+    std::thread thread;
+};
+
+// Runs zkr_lock_holder in a child process; returns its pid once it holds the lock.
+pid_t spawn_holder(const std::string& connect, const std::string& path, int session_ms, std::string& node) {
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        dup2(fds[1], STDOUT_FILENO);
+        close(fds[0]);
+        close(fds[1]);
+        std::string ms = std::to_string(session_ms);
+        execl(ZKR_LOCK_HOLDER_BIN, ZKR_LOCK_HOLDER_BIN, connect.c_str(), path.c_str(), ms.c_str(), nullptr);
+        _exit(127);
+    }
+    close(fds[1]);
+    std::string line;
+    char ch;
+    while (read(fds[0], &ch, 1) == 1 && ch != '\n') line += ch;
+    close(fds[0]);
+    REQUIRE(line.rfind("acquired ", 0) == 0);
+    node = line.substr(9);
+    return pid;
+}
+
+}  // namespace
+
+TEST_CASE("mutual exclusion: a counter incremented under the lock stays exact", "[mutex]") {
+    std::string path = unique_path("mutex-exclusion");
+    std::string counter = path + "-counter";
+    constexpr int clients = 3, threads_per_client = 8, increments = 20;
+    {
+        zkr::client setup(test_options(test_connect_string()));
+        setup.create_parents(counter);
+        setup.set_data(counter, "0");
+    }
+    std::atomic<int> inside{0}, max_inside{0};
+    std::vector<std::unique_ptr<zkr::client>> cs;
+    for (int i = 0; i < clients; ++i) cs.push_back(std::make_unique<zkr::client>(test_options(test_connect_string())));
+    std::vector<std::thread> threads;
+    for (int i = 0; i < clients; ++i) {
+        for (int t = 0; t < threads_per_client; ++t) {
+            threads.emplace_back([&, i] {
+                zkr::mutex m(*cs[i], path);
+                for (int n = 0; n < increments; ++n) {
+                    std::lock_guard guard(m);
+                    int now = ++inside;
+                    int seen = max_inside.load();
+                    while (now > seen && !max_inside.compare_exchange_weak(seen, now)) {}
+                    // Unversioned read-modify-write: only the lock keeps it exact.
+                    int value = std::stoi(cs[i]->get_data(counter).data);
+                    cs[i]->set_data(counter, std::to_string(value + 1));
+                    --inside;
+                }
+            });
+        }
+    }
+    for (auto& t : threads) t.join();
+    CHECK(std::stoi(cs[0]->get_data(counter).data) == clients * threads_per_client * increments);
+    CHECK(max_inside.load() == 1);
+    // Nothing left behind.
+    CHECK(eventually([&] { return queue_length(*cs[0], path) == 0; }));
+}
+
+TEST_CASE("waiters acquire in the order they queued (FIFO)", "[mutex]") {
+    std::string path = unique_path("mutex-fifo");
+    zkr::client holder_client(test_options(test_connect_string()));
+    zkr::mutex holder(holder_client, path);
+    holder.lock();
+
+    std::mutex order_mutex;
+    std::vector<int> order;
+    std::vector<std::unique_ptr<waiter>> waiters;
+    for (int i = 0; i < 5; ++i) {
+        waiters.push_back(std::make_unique<waiter>(test_connect_string(), path, [&, i] {
+            std::lock_guard lock(order_mutex);
+            order.push_back(i);
+        }));
+        // The next one queues only once this one's node is in place.
+        REQUIRE(eventually([&] { return queue_length(holder_client, path) == static_cast<std::size_t>(i + 2); }));
+    }
+    auto queue = holder.participants();
+    REQUIRE(queue.size() == 6);
+    CHECK(queue[0].holds);
+    CHECK(queue[0].node == std::string(zkr::node_name(holder.node_path())));
+    CHECK(queue[0].owner.pid == getpid());
+
+    holder.unlock();
+    for (auto& w : waiters) {
+        REQUIRE(eventually([&] { return w->acquired.load(); }));
+        w->release();
+    }
+    CHECK(order == std::vector<int>{0, 1, 2, 3, 4});
+}
+
+TEST_CASE("no herd: one release wakes exactly one of 50 waiters", "[mutex][herd]") {
+    if (zkr::test::using_external_ensemble()) return;  // counts the server's watches
+    zkr::test::zk_cluster cluster(1);
+    std::string path = "/herd";
+    zkr::client holder_client(test_options(cluster.connect_string()));
+    zkr::mutex holder(holder_client, path);
+    holder.lock();
+
+    // 50 waiters over 5 clients (10 threads each): one watch each, on its own predecessor.
+    constexpr int clients = 5, per_client = 10;
+    std::vector<std::unique_ptr<zkr::client>> cs;
+    for (int i = 0; i < clients; ++i) cs.push_back(std::make_unique<zkr::client>(test_options(cluster.connect_string())));
+    std::atomic<int> acquired{0};
+    std::mutex release_mutex;
+    std::condition_variable release_cv;
+    int releases_allowed = 0;
+    std::vector<std::thread> threads;
+    for (int i = 0; i < clients; ++i) {
+        for (int t = 0; t < per_client; ++t) {
+            threads.emplace_back([&, i] {
+                zkr::mutex m(*cs[i], path);
+                m.lock();
+                int me = ++acquired;
+                std::unique_lock lock(release_mutex);
+                release_cv.wait(lock, [&] { return releases_allowed >= me; });
+                lock.unlock();
+                m.unlock();
+            });
+        }
+    }
+    REQUIRE(eventually([&] { return queue_length(holder_client, path) == 51; }, 30s));
+    REQUIRE(eventually([&] { return cluster.watch_count(1) == 50; }, 10s));
+    auto wakeups = [&] {
+        std::uint64_t total = 0;
+        for (auto& c : cs) total += zkr::mutex(*c, path).statistics().wakeups;
+        return total;
+    };
+    CHECK(wakeups() == 0);
+
+    holder.unlock();
+    REQUIRE(eventually([&] { return acquired.load() == 1; }));
+    std::this_thread::sleep_for(300ms);  // time for any extra wake-up to show
+    CHECK(wakeups() == 1);
+    CHECK(acquired.load() == 1);
+    CHECK(cluster.watch_count(1) == 49);
+
+    // Each further release wakes one more, in turn.
+    for (int n = 1; n <= 5; ++n) {
+        {
+            std::lock_guard lock(release_mutex);
+            releases_allowed = n;
+        }
+        release_cv.notify_all();
+        REQUIRE(eventually([&] { return acquired.load() == n + 1; }));
+        std::this_thread::sleep_for(100ms);
+        CHECK(wakeups() == static_cast<std::uint64_t>(n + 1));
+    }
+    {
+        std::lock_guard lock(release_mutex);
+        releases_allowed = clients * per_client;
+    }
+    release_cv.notify_all();
+    for (auto& t : threads) t.join();
+    CHECK(wakeups() == static_cast<std::uint64_t>(clients * per_client));
+    CHECK(eventually([&] { return queue_length(holder_client, path) == 0; }));
+}
+
+TEST_CASE("holder process killed: the next waiter gets the lock within the session timeout", "[mutex][fault]") {
+    std::string path = unique_path("mutex-crash");
+    std::string node;
+    pid_t holder = spawn_holder(test_connect_string(), path, 2000, node);
+    zkr::client c(test_options(test_connect_string()));
+    zkr::mutex m(c, path);
+    CHECK_FALSE(m.try_lock());
+    auto f = std::async(std::launch::async, [&] {
+        m.lock();
+        auto at = std::chrono::steady_clock::now();
+        bool held = m.is_held_by_current_thread();
+        m.unlock();
+        return std::make_pair(at, held);
+    });
+    REQUIRE(eventually([&] { return queue_length(c, path) == 2; }));
+    auto killed_at = std::chrono::steady_clock::now();
+    kill(holder, SIGKILL);
+    waitpid(holder, nullptr, 0);
+    REQUIRE(f.wait_for(15s) == std::future_status::ready);
+    auto [at, held] = f.get();
+    CHECK(at - killed_at < 2000ms + 1500ms);  // the server's session timeout plus its tick granularity
+    CHECK(held);
+    CHECK_FALSE(c.exists(node).exists);
+}
+
+TEST_CASE("holder session expired: it is told, the waiter gets in, its unlock deletes nothing", "[mutex][fault]") {
+    std::string path = unique_path("mutex-expired");
+    zkr::client holder_client(test_options(test_connect_string()));
+    zkr::client waiter_client(test_options(test_connect_string()));
+    zkr::mutex holder(holder_client, path);
+    zkr::mutex waiting(waiter_client, path);
+    holder.lock();
+    CHECK(holder.state() == zkr::lock_state::held);
+    auto token = holder.fencing_token();
+
+    std::promise<std::string> lost_node;
+    auto sub = holder.on_lost([&](const std::string& node) { lost_node.set_value(node); });
+    auto lost_wait = holder.async_wait_lost(asio::use_future);
+    std::promise<void> done_checking;
+    auto acquired = std::async(std::launch::async, [&] {
+        waiting.lock();
+        auto t = waiting.fencing_token();
+        auto node = waiting.node_path();
+        done_checking.get_future().wait();
+        bool still_held = waiting.state() == zkr::lock_state::held;
+        waiting.unlock();
+        return std::make_tuple(t, node, still_held);
+    });
+    REQUIRE(eventually([&] { return queue_length(waiter_client, path) == 2; }));
+
+    zkr::test::expire_session(holder_client, test_connect_string());
+
+    auto lost_future = lost_node.get_future();
+    REQUIRE(lost_future.wait_for(15s) == std::future_status::ready);
+    CHECK(lost_future.get() == holder.node_path());
+    CHECK(holder.state() == zkr::lock_state::lost);
+    try {
+        lost_wait.get();
+        FAIL("async_wait_lost should report the loss");
+    } catch (const boost::system::system_error& e) {
+        CHECK(e.code() == errc::lock_lost);
+    }
+    REQUIRE(eventually([&] { return queue_length(waiter_client, path) == 1; }, 15s));
+    auto queue = waiting.participants();
+    REQUIRE(queue.size() == 1);
+    CHECK(queue[0].holds);
+
+    // Re-entering a lost hold is refused; the stale unlock touches nothing of the new holder.
+    CHECK_THROWS_AS(holder.lock(), std::system_error);
+    holder.unlock();
+    CHECK(holder.hold_count() == 0);
+    std::this_thread::sleep_for(200ms);
+    CHECK(waiter_client.exists(path + "/" + queue[0].node).exists);
+    done_checking.set_value();
+    REQUIRE(acquired.wait_for(15s) == std::future_status::ready);
+    auto [new_token, node, still_held] = acquired.get();
+    CHECK(new_token > token);  // fencing: the new holder's token is higher
+    CHECK(node == path + "/" + queue[0].node);
+    CHECK(still_held);
+}
+
+TEST_CASE("create reply lost: the node is adopted, one per contender", "[mutex][fault]") {
+    if (zkr::test::using_external_ensemble()) return;  // needs a proxy in front of its own server
+    zkr::test::zk_cluster cluster(1);
+    zkr::test::fault_proxy proxy(cluster.server_address(1));
+    zkr::client c(test_options(proxy.address()));
+    zkr::client observer(test_options(cluster.connect_string()));
+    c.wait_connected(10s);
+    zkr::mutex m(c, "/adopt");
+    observer.create_parents("/adopt");
+
+    proxy.lose_next_reply({15});  // the create2 of our lock node
+    m.lock();
+    CHECK(proxy.replies_lost() == 1);
+    auto stats = m.statistics();
+    CHECK(stats.nodes_adopted == 1);
+    CHECK(stats.nodes_created == 0);  // its reply never came
+    auto children = observer.get_children("/adopt").children;
+    REQUIRE(children.size() == 1);
+    CHECK("/adopt/" + children[0] == m.node_path());
+    CHECK(observer.exists(m.node_path()).stat.ephemeral_owner == c.session_id());
+    m.unlock();
+    CHECK(eventually([&] { return observer.get_children("/adopt").children.empty(); }));
+}
+
+TEST_CASE("create reply lost and a new session in between: the old node is deleted, not adopted", "[mutex][fault]") {
+    if (zkr::test::using_external_ensemble()) return;
+    zkr::test::zk_cluster cluster(1);
+    zkr::test::fault_proxy proxy(cluster.server_address(1));
+    zkr::client c(test_options(proxy.address(), 1500ms));
+    zkr::client observer(test_options(cluster.connect_string()));
+    c.wait_connected(10s);
+    observer.create_parents("/stale");
+    zkr::mutex m(c, "/stale");
+
+    // The create lands, its reply is lost, and the client cannot reconnect...
+    proxy.refuse_connections(true);
+    proxy.lose_next_reply({15});
+    auto old_session = c.session_id();
+    auto credentials = c.impl().session_credentials();
+    std::promise<void> checked;
+    auto locked = std::async(std::launch::async, [&] {
+        m.lock();
+        auto node = m.node_path();
+        checked.get_future().wait();
+        m.unlock();
+        return node;
+    });
+    REQUIRE(eventually([&] { return proxy.replies_lost() == 1; }));
+    auto stale = observer.get_children("/stale").children;
+    REQUIRE(stale.size() == 1);
+    // ...while another handle keeps that old session alive on the server, so its node stays
+    // (the CURATOR-604 situation: the client gave the session up, the server did not).
+    zkr::test::session_keeper keeper(cluster.connect_string(), credentials);
+    REQUIRE(eventually([&] { return c.state() == zkr::connection_state::lost || c.session_id() != old_session; }, 15s));
+    proxy.refuse_connections(false);
+
+    REQUIRE(eventually([&] { return m.is_acquired_in_this_process(); }, 20s));
+    CHECK(c.session_id() != old_session);
+    auto stats = m.statistics();
+    CHECK(stats.nodes_adopted == 0);
+    CHECK(stats.stale_nodes_deleted >= 1);
+    REQUIRE(eventually([&] { return observer.get_children("/stale").children.size() == 1; }));
+    auto children = observer.get_children("/stale").children;
+    REQUIRE(children.size() == 1);  // only the new node; the old session's one was removed
+    CHECK(children[0] != stale[0]);
+    CHECK(observer.exists("/stale/" + children[0]).stat.ephemeral_owner == c.session_id());
+    checked.set_value();
+    CHECK(locked.get() == "/stale/" + children[0]);
+}
+
+TEST_CASE("a waiter in the middle times out: its node and watch go, the next re-watches", "[mutex]") {
+    if (zkr::test::using_external_ensemble()) return;  // counts the server's watches
+    zkr::test::zk_cluster cluster(1);
+    std::string path = "/middle";
+    zkr::client hc(test_options(cluster.connect_string()));
+    zkr::mutex holder(hc, path);
+    holder.lock();
+    waiter first(cluster.connect_string(), path);
+    REQUIRE(eventually([&] { return queue_length(hc, path) == 2; }));
+
+    zkr::client mc(test_options(cluster.connect_string()));
+    zkr::mutex middle(mc, path);
+    auto timed = std::async(std::launch::async, [&] { return middle.try_lock_for(1500ms); });
+    REQUIRE(eventually([&] { return queue_length(hc, path) == 3; }));
+    waiter last(cluster.connect_string(), path);
+    REQUIRE(eventually([&] { return queue_length(hc, path) == 4; }));
+    CHECK(eventually([&] { return cluster.watch_count(1) == 3; }));
+
+    CHECK_FALSE(timed.get());
+    CHECK(eventually([&] { return queue_length(hc, path) == 3; }));
+    // The timed-out waiter's watch is gone from the server; `last` now watches `first`.
+    CHECK(eventually([&] { return cluster.watch_count(1) == 2; }));
+    CHECK(middle.hold_count() == 0);
+
+    holder.unlock();
+    REQUIRE(eventually([&] { return first.acquired.load(); }));
+    CHECK_FALSE(last.acquired.load());
+    first.release();
+    REQUIRE(eventually([&] { return last.acquired.load(); }));
+    last.release();
+    CHECK(eventually([&] { return queue_length(hc, path) == 0 && cluster.watch_count(1) == 0; }));
+}
+
+TEST_CASE("a cancelled async_lock removes its node", "[mutex][async]") {
+    std::string path = unique_path("mutex-cancel");
+    zkr::client hc(test_options(test_connect_string()));
+    zkr::client wc(test_options(test_connect_string()));
+    zkr::mutex holder(hc, path);
+    zkr::mutex m(wc, path);
+    holder.lock();
+    asio::cancellation_signal cancel;
+    auto f = m.async_lock(asio::bind_cancellation_slot(cancel.slot(), asio::use_future));
+    REQUIRE(eventually([&] { return queue_length(hc, path) == 2; }));
+    asio::post(wc.get_executor(), [&] { cancel.emit(asio::cancellation_type::terminal); });
+    try {
+        f.get();
+        FAIL("expected operation_aborted");
+    } catch (const boost::system::system_error& e) {
+        CHECK(e.code() == asio::error::operation_aborted);
+    }
+    CHECK(eventually([&] { return queue_length(hc, path) == 1; }));
+    CHECK(m.hold_count() == 0);
+    holder.unlock();
+    // It still works afterwards (once the holder's delete, sent in the background, has landed).
+    REQUIRE(eventually([&] { return queue_length(hc, path) == 0; }));
+    CHECK(m.try_lock());
+    m.unlock();
+}
+
+TEST_CASE("release during connection loss: the delete completes after reconnecting", "[mutex][fault]") {
+    if (zkr::test::using_external_ensemble()) return;
+    zkr::test::zk_cluster cluster(1);
+    zkr::test::fault_proxy proxy(cluster.server_address(1));
+    zkr::client c(test_options(proxy.address(), 8s));
+    zkr::client observer(test_options(cluster.connect_string()));
+    zkr::mutex m(c, "/release");
+    zkr::mutex other(observer, "/release");
+    m.lock();
+    std::string node = m.node_path();
+
+    proxy.refuse_connections(true);
+    proxy.drop_all_connections();
+    REQUIRE(eventually([&] { return !c.is_connected(); }));
+    CHECK(m.state() == zkr::lock_state::uncertain);
+    auto start = std::chrono::steady_clock::now();
+    m.unlock();  // returns at once: the delete waits for the connection
+    CHECK(std::chrono::steady_clock::now() - start < 100ms);
+    CHECK(m.hold_count() == 0);
+    CHECK(observer.exists(node).exists);
+    CHECK_FALSE(other.try_lock());
+
+    proxy.refuse_connections(false);
+    REQUIRE(eventually([&] { return !observer.exists(node).exists; }, 15s));
+    CHECK(c.session_count() == 1);  // same session all along
+    CHECK(other.try_lock());
+    other.unlock();
+    // And the client locks again.
+    m.lock();
+    m.unlock();
+}
+
+TEST_CASE("reentrancy: three deep, across objects, and non-owner release", "[mutex]") {
+    std::string path = unique_path("mutex-reentrant");
+    zkr::client c(test_options(test_connect_string()));
+    zkr::mutex m(c, path);
+    m.lock();
+    m.lock();
+    CHECK(m.try_lock());
+    CHECK(m.hold_count() == 3);
+    CHECK(m.statistics().reentries >= 2);
+    auto children = c.get_children(path).children;
+    CHECK(children.size() == 1);  // one node, however deep
+
+    // A second object for the same path on the same thread re-enters the same hold.
+    zkr::mutex same(c, path);
+    same.lock();
+    CHECK(m.hold_count() == 4);
+    CHECK(same.node_path() == m.node_path());
+    // The node names us: host, pid, thread.
+    auto owner = m.participants().at(0).owner;
+    CHECK(owner.pid == getpid());
+    CHECK(owner.thread != 0);
+    CHECK_FALSE(owner.host.empty());
+    same.unlock();
+
+    // Another thread holds nothing: release fails and changes nothing.
+    std::async(std::launch::async, [&] {
+        CHECK_FALSE(m.is_held_by_current_thread());
+        CHECK(m.is_acquired_in_this_process());
+        try {
+            m.release();
+            FAIL("release by a non-owner should throw");
+        } catch (const std::system_error& e) {
+            CHECK(e.code() == errc::not_owner);
+        }
+        m.unlock();  // never throws; ignored
+        CHECK_FALSE(m.try_lock());
+    }).get();
+    CHECK(m.hold_count() == 3);
+
+    m.unlock();
+    m.unlock();
+    CHECK(c.exists(m.node_path()).exists);
+    std::string node = m.node_path();
+    m.unlock();
+    CHECK(m.hold_count() == 0);
+    CHECK_THROWS_AS(m.release(), std::system_error);
+    CHECK(eventually([&] { return !c.exists(node).exists; }));
+}
+
+TEST_CASE("server restarted within the session timeout: the holder keeps the lock", "[mutex][fault]") {
+    if (zkr::test::using_external_ensemble()) return;
+    zkr::test::zk_cluster cluster(1);
+    zkr::client hc(test_options(cluster.connect_string(), 10s));
+    zkr::mutex holder(hc, "/restart");
+    holder.lock();
+    waiter w(cluster.connect_string(), "/restart");
+    REQUIRE(eventually([&] { return queue_length(hc, "/restart") == 2; }));
+
+    cluster.stop_server(1);
+    REQUIRE(eventually([&] { return holder.state() == zkr::lock_state::uncertain; }));
+    cluster.start_server(1);
+    REQUIRE(eventually([&] { return holder.state() == zkr::lock_state::held; }, 15s));
+    CHECK_FALSE(w.acquired.load());
+    CHECK(queue_length(hc, "/restart") == 2);
+    holder.unlock();
+    CHECK(eventually([&] { return w.acquired.load(); }, 15s));
+}
+
+TEST_CASE("leader killed: holds and queue survive", "[mutex][fault][ensemble]") {
+    if (zkr::test::using_external_ensemble()) return;
+    zkr::test::zk_cluster cluster(3);
+    zkr::client hc(test_options(cluster.connect_string(), 8s));
+    zkr::mutex holder(hc, "/failover");
+    holder.lock();
+    auto token = holder.fencing_token();
+    waiter w(cluster.connect_string(), "/failover");
+    REQUIRE(eventually([&] { return queue_length(hc, "/failover") == 2; }));
+
+    int leader = cluster.leader();
+    cluster.kill_server(leader);
+    cluster.wait_for_leader(30s);
+    REQUIRE(eventually([&] { return holder.state() == zkr::lock_state::held; }, 15s));
+    CHECK(holder.fencing_token() == token);
+    CHECK(eventually([&] { return queue_length(hc, "/failover") == 2; }));
+    CHECK_FALSE(w.acquired.load());
+    holder.unlock();
+    CHECK(eventually([&] { return w.acquired.load(); }, 15s));
+}
+
+TEST_CASE("async lock: callback and future and coroutine", "[mutex][async]") {
+    std::string path = unique_path("mutex-async");
+    zkr::client c(test_options(test_connect_string()));
+    zkr::mutex m(c, path);
+
+    std::promise<std::error_code> got;
+    m.async_lock([&](zkr::async_error ec) { got.set_value(ec); });
+    CHECK_FALSE(got.get_future().get());
+    // The hold belongs to the thread that started it (this one).
+    CHECK(m.is_held_by_current_thread());
+    m.unlock();
+
+    m.async_lock(asio::use_future).get();
+    CHECK(m.hold_count() == 1);
+    m.unlock();
+
+    asio::io_context io;
+    int held_inside = 0;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+            co_await m.async_lock(asio::use_awaitable);
+            held_inside = m.hold_count();
+            m.unlock();
+        },
+        asio::detached);
+    io.run();
+    CHECK(held_inside == 1);
+    CHECK(m.hold_count() == 0);
+}
+
+TEST_CASE("invalid lock paths are refused at construction", "[mutex][input]") {
+    zkr::client c(test_options(test_connect_string()));
+    CHECK_THROWS_WITH(zkr::mutex(c, "locks/x"), Catch::Matchers::Contains("locks/x") && Catch::Matchers::Contains("start with '/'"));
+    CHECK_THROWS_WITH(zkr::mutex(c, "/locks//x"), Catch::Matchers::Contains("empty segment"));
+    CHECK_THROWS_WITH(zkr::mutex(c, "/"), Catch::Matchers::Contains("root"));
+    CHECK_THROWS_AS(zkr::mutex(c, ""), std::invalid_argument);
+}
