@@ -51,10 +51,16 @@ acquire_fsm::action acquire_fsm::restart(std::vector<std::string> deletes, std::
 }
 
 acquire_fsm::action acquire_fsm::finish(bool acquired, std::error_code error, std::vector<std::string> deletes) {
+    if (!acquired && abandoned_) {
+        error = *abandoned_;
+        if (!path_.empty() && std::find(deletes.begin(), deletes.end(), path_) == deletes.end()) deletes.push_back(path_);
+    }
     phase_ = phase::finished;
     action a = act(step::done, path_, std::move(deletes));
     a.acquired = acquired;
     a.error = error;
+    // Creates whose outcome no listing settled may still have made a node: look for them once more.
+    a.sweep_prefixes = std::move(unknown_prefixes_);
     return a;
 }
 
@@ -77,6 +83,14 @@ std::vector<std::string> acquire_fsm::stale_nodes(const std::vector<std::string>
     return stale;
 }
 
+std::vector<std::string> acquire_fsm::take_listing(const std::vector<std::string>& children) {
+    queue_ = sorted_contenders(children, options_.kind != lock_kind::exclusive);
+    std::vector<std::string> stale = stale_nodes(children);
+    // Our own leftovers are being deleted: waiting on them would only cost a round trip.
+    for (const auto& path : stale) prune(std::string(zkr::node_name(path)));
+    return stale;
+}
+
 void acquire_fsm::prune(const std::string& name) {
     queue_.erase(std::remove_if(queue_.begin(), queue_.end(), [&](const contender& c) { return c.name == name; }),
                  queue_.end());
@@ -96,15 +110,15 @@ acquire_fsm::action acquire_fsm::on_created_and_listed(std::error_code create_er
         node_ = std::string(zkr::node_name(path_));
         czxid_ = created.stat.czxid;
         session_ = created.stat.ephemeral_owner;
-        if (abandoned_) return finish_abandoned();
+        if (abandoned_) return finish_abandoned(list_error ? std::vector<std::string>{} : stale_nodes(children));
         if (list_error) {
             phase_ = phase::listing;
             return act(step::list, options_.lock_path);
         }
-        queue_ = sorted_contenders(children, options_.kind != lock_kind::exclusive);
-        return evaluate(session, stale_nodes(children));
+        return evaluate(session, take_listing(children));
     }
     if (outcome_unknown(create_error)) {
+        unknown_prefixes_.push_back(prefix_);
         // The create may have been applied with its reply lost. A listing sent after it tells:
         // the one that came with it if it got through, else a new one.
         if (!list_error) return recover(children, session);
@@ -124,6 +138,8 @@ acquire_fsm::action acquire_fsm::on_parents_created(std::error_code error) {
 }
 
 acquire_fsm::action acquire_fsm::recover(const std::vector<std::string>& children, std::int64_t session) {
+    // This listing settles the current attempt's create: found (below) or not applied.
+    std::erase(unknown_prefixes_, prefix_);
     std::vector<std::string> deletes = stale_nodes(children);
     candidate_.clear();
     for (const auto& child : children) {
@@ -165,8 +181,7 @@ acquire_fsm::action acquire_fsm::on_listed(std::error_code error, const std::vec
     }
     if (recovering) return recover(children, session);
     if (abandoned_) return finish_abandoned(stale_nodes(children));
-    queue_ = sorted_contenders(children, options_.kind != lock_kind::exclusive);
-    return evaluate(session, stale_nodes(children));
+    return evaluate(session, take_listing(children));
 }
 
 acquire_fsm::action acquire_fsm::on_owner(std::error_code error, const exists_result& result, std::int64_t session) {
@@ -180,8 +195,7 @@ acquire_fsm::action acquire_fsm::on_owner(std::error_code error, const exists_re
         session_ = session;
         adopted_ = true;
         if (abandoned_) return finish_abandoned();
-        queue_ = sorted_contenders(recovered_children_, options_.kind != lock_kind::exclusive);
-        return evaluate(session);
+        return evaluate(session, take_listing(recovered_children_));
     }
     // Made by a session that is gone (or going): never adopt it (CURATOR-604), remove it.
     std::vector<std::string> deletes;
@@ -190,7 +204,8 @@ acquire_fsm::action acquire_fsm::on_owner(std::error_code error, const exists_re
         ++stale_deleted_;
     }
     if (error && !outcome_unknown(error)) return finish(false, error, std::move(deletes));
-    return restart(std::move(deletes), make_error_code(errc::session_expired));
+    // For a try this round is over without a node of ours: simply not acquired.
+    return restart(std::move(deletes), options_.wait || session == 0 ? make_error_code(errc::session_expired) : std::error_code{});
 }
 
 acquire_fsm::action acquire_fsm::evaluate(std::int64_t session, std::vector<std::string> deletes) {
@@ -202,7 +217,10 @@ acquire_fsm::action acquire_fsm::evaluate(std::int64_t session, std::vector<std:
         return restart(std::move(deletes), make_error_code(errc::session_expired));
     }
     decision d = decide(queue_, node_, options_.ignore);
-    if (d.holds) return finish(true, {}, std::move(deletes));
+    if (d.holds) {
+        if (!options_.ignore.empty()) pins_write_node_ = writer_between(queue_, options_.ignore, node_);
+        return finish(true, {}, std::move(deletes));
+    }
     if (!options_.wait) {
         deletes.push_back(path_);  // a try leaves nothing behind
         return finish(false, {}, std::move(deletes));

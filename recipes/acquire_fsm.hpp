@@ -45,6 +45,7 @@ public:
         std::vector<std::string> deletes;  ///< our own nodes to remove (guaranteed) before the step
         bool acquired = false;             ///< for done
         std::error_code error;             ///< for done: why it failed; none for a try that found the lock taken
+        std::vector<std::string> sweep_prefixes;  ///< for done: delete any child carrying these (creates of unknown outcome)
     };
 
     /// `make_uuid` gives a fresh random uuid per created node (injected for tests).
@@ -78,6 +79,9 @@ public:
     int attempts() const noexcept { return attempts_; }
     int stale_deleted() const noexcept { return stale_deleted_; }
     const std::string& watched() const noexcept { return watched_; }
+    /// A downgrade's read node was created behind a queued writer: the thread's write node must
+    /// stay until this read hold ends, or that writer would get in beside it (CURATOR-621).
+    bool pins_write_node() const noexcept { return pins_write_node_; }
 
 private:
     enum class phase {
@@ -92,6 +96,7 @@ private:
     action finish(bool acquired, std::error_code error, std::vector<std::string> deletes = {});
     action finish_abandoned(std::vector<std::string> deletes = {});
     std::vector<std::string> stale_nodes(const std::vector<std::string>& children);
+    std::vector<std::string> take_listing(const std::vector<std::string>& children);
     std::string full(std::string_view name) const;
     void prune(const std::string& name);
 
@@ -101,6 +106,7 @@ private:
 
     std::string prefix_;                       // "_c_<uuid>-" of the current attempt
     std::vector<std::string> stale_prefixes_;  // earlier attempts: anything left of them goes
+    std::vector<std::string> unknown_prefixes_;  // creates whose outcome no listing has settled yet
     std::string node_, path_;                  // our node, once known
     std::int64_t czxid_ = 0, session_ = 0;
     bool adopted_ = false;
@@ -112,6 +118,7 @@ private:
     std::string candidate_;         // a node carrying our prefix, being checked
     std::string watched_;
     std::optional<std::error_code> abandoned_;
+    bool pins_write_node_ = false;
 };
 
 }  // namespace zkr::detail

@@ -53,6 +53,12 @@ decision decide(const std::vector<contender>& queue, std::string_view ours, std:
     auto self = std::find_if(queue.begin(), queue.end(), [&](const contender& c) { return c.name == ours; });
     if (self == queue.end()) return {};  // the caller checks presence first
     if (self->kind == lock_kind::read) {
+        // The thread holding the write lock may read at once (a downgrade): its own write node
+        // precedes ours, no writer precedes that, so no one else can hold meanwhile.
+        auto own = std::find_if(queue.begin(), self, [&](const contender& c) { return c.name == ignore; });
+        if (!ignore.empty() && own != self &&
+            std::none_of(queue.begin(), own, [](const contender& c) { return c.kind != lock_kind::read; }))
+            return {true, {}};
         for (auto it = self; it != queue.begin();) {
             --it;
             if (it->kind == lock_kind::write && it->name != ignore) return {false, it->name};
@@ -64,6 +70,13 @@ decision decide(const std::vector<contender>& queue, std::string_view ours, std:
         if (it->name != ignore) return {false, it->name};
     }
     return {true, {}};
+}
+
+bool writer_between(const std::vector<contender>& queue, std::string_view first, std::string_view second) {
+    auto a = std::find_if(queue.begin(), queue.end(), [&](const contender& c) { return c.name == first; });
+    auto b = std::find_if(queue.begin(), queue.end(), [&](const contender& c) { return c.name == second; });
+    if (a == queue.end() || b == queue.end() || a >= b) return false;
+    return std::any_of(a + 1, b, [](const contender& c) { return c.kind != lock_kind::read; });
 }
 
 std::string protection_prefix(std::string_view uuid) { return "_c_" + std::string(uuid) + "-"; }

@@ -40,8 +40,12 @@ struct decision {
 /// Decides for `ours` (which must be in `queue`). `ignore` names a node of our own thread that
 /// must not block us (the write node of a thread that downgrades to a read lock).
 /// - exclusive / write: holds when lowest; else watches its immediate predecessor.
-/// - read: holds when no write node precedes it; else watches the nearest preceding writer.
+/// - read: holds when no write node precedes it, or when `ignore` precedes it (the thread's own
+///   write node: a downgrade); else watches the nearest preceding writer.
 decision decide(const std::vector<contender>& queue, std::string_view ours, std::string_view ignore = {});
+
+/// True if a write (or exclusive) node stands between `first` and `second` in the queue.
+bool writer_between(const std::vector<contender>& queue, std::string_view first, std::string_view second);
 
 /// The protection prefix of a node we create: "_c_<uuid>-".
 std::string protection_prefix(std::string_view uuid);

@@ -206,6 +206,7 @@ private:
     }
 
     void finish(action a) {
+        if (!a.sweep_prefixes.empty()) engine_->sweep(lock_path_, std::move(a.sweep_prefixes));
         if (timer_) asio::post(client_.internal_executor(), [t = timer_] { t->cancel(); });
         engine_->counters_.stale_nodes_deleted += static_cast<std::uint64_t>(fsm_.stale_deleted());
         if (fsm_.adopted()) ++engine_->counters_.nodes_adopted;
@@ -218,7 +219,7 @@ private:
             h->thread = thread_;
             h->session = fsm_.session();
             h->czxid = fsm_.czxid();
-            engine_->register_hold(h);
+            engine_->register_hold(h, fsm_.pins_write_node());
         }
         auto done = std::move(done_);
         done(a.error, std::move(h));
@@ -280,9 +281,18 @@ void lock_engine::cancel(const std::shared_ptr<acquisition>& a) {
     if (a) a->give_up(cancelled());
 }
 
-void lock_engine::register_hold(const std::shared_ptr<hold>& h) {
+void lock_engine::register_hold(const std::shared_ptr<hold>& h, bool pins_write_node) {
     ++counters_.acquisitions;
     std::lock_guard lock(mutex_);
+    if (pins_write_node) {
+        auto [first, last] = holds_.equal_range(h->lock_path);
+        for (auto it = first; it != last; ++it) {
+            if (it->second->kind == lock_kind::write && it->second->thread == h->thread) {
+                it->second->keep_node = true;
+                h->pinned_write = it->second;
+            }
+        }
+    }
     holds_.emplace(h->lock_path, h);
 }
 
@@ -326,6 +336,8 @@ lock_state lock_engine::state_of(const hold& h) const {
 std::error_code lock_engine::release(const std::string& lock_path, lock_kind kind, std::thread::id thread) {
     std::shared_ptr<hold> released;
     std::vector<completion<>> waiters;
+    bool delete_node = true;
+    std::string kept_write_node;
     {
         std::lock_guard lock(mutex_);
         auto [first, last] = holds_.equal_range(lock_path);
@@ -335,12 +347,20 @@ std::error_code lock_engine::release(const std::string& lock_path, lock_kind kin
         released = it->second;
         holds_.erase(it);
         waiters.swap(released->lost_waiters);
+        // A downgraded write node stays while the read hold that pinned it lasts.
+        delete_node = !released->keep_node;
+        if (auto& pinned = released->pinned_write) {
+            if (pinned->count > 0) pinned->keep_node = false;  // still held: its own release deletes it
+            else kept_write_node = pinned->node_path;
+            pinned.reset();
+        }
     }
     for (auto& w : waiters) w(cancelled());
     // A lost hold's node went (or goes) with its session. Its name carries our uuid, so deleting
     // it can never hit another owner's node; it only frees the lock sooner if that old session
     // still lingers on the server.
-    if (!released->keep_node) guaranteed_delete(released->node_path);
+    if (delete_node) guaranteed_delete(released->node_path);
+    if (!kept_write_node.empty()) guaranteed_delete(std::move(kept_write_node));
     return {};
 }
 
@@ -433,6 +453,24 @@ void lock_engine::delete_attempt(std::string path, std::int64_t session, int att
             if (auto again = weak.lock()) again->delete_attempt(path, session, attempt + 1);
         });
     }));
+}
+
+void lock_engine::sweep(const std::string& lock_path, std::vector<std::string> prefixes) {
+    std::weak_ptr<lock_engine> weak = weak_from_this();
+    client_.get_children(lock_path, false,
+                         completion<children_result>([weak, lock_path, prefixes = std::move(prefixes)](std::error_code ec,
+                                                                                                       children_result r) {
+                             auto self = weak.lock();
+                             if (!self || ec) return;  // no listing: the session (and any such node) is gone
+                             for (const auto& child : r.children) {
+                                 for (const auto& p : prefixes) {
+                                     if (has_prefix(child, p)) {
+                                         ++self->counters_.stale_nodes_deleted;
+                                         self->guaranteed_delete(join_path(lock_path, child));
+                                     }
+                                 }
+                             }
+                         }));
 }
 
 std::vector<participant> lock_engine::participants(const std::string& lock_path, bool read_write) {

@@ -25,6 +25,7 @@ struct hold {
     int count = 1;               // guarded by the engine's mutex
     bool lost = false;           // guarded by the engine's mutex
     bool keep_node = false;      // a downgraded write hold: its node stays while the read hold lasts
+    std::shared_ptr<hold> pinned_write;  // a downgrade's read hold: the write node it keeps in place
     std::vector<completion<>> lost_waiters;  // guarded by the engine's mutex
 };
 
@@ -65,6 +66,10 @@ public:
     /// Deletes `path`, resending it while the session that made it lives (CURATOR-678).
     void guaranteed_delete(std::string path);
 
+    /// Deletes every child of `lock_path` carrying one of `prefixes` (ours, from creates whose
+    /// outcome was never settled).
+    void sweep(const std::string& lock_path, std::vector<std::string> prefixes);
+
     /// The queue of a lock path, holders first, with each owner.
     std::vector<participant> participants(const std::string& lock_path, bool read_write);
 
@@ -80,7 +85,7 @@ private:
     };
 
     void on_state(connection_state s);
-    void register_hold(const std::shared_ptr<hold>& h);
+    void register_hold(const std::shared_ptr<hold>& h, bool pins_write_node);
     void delete_attempt(std::string path, std::int64_t session, int attempt);
 
     client_impl& client_;

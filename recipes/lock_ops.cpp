@@ -5,6 +5,7 @@
 #include "owner_data.hpp"
 #include "zkr/log.hpp"
 #include "zkr/mutex.hpp"
+#include "zkr/shared_mutex.hpp"
 #include "zkr/path.hpp"
 
 #include <boost/asio/associated_cancellation_slot.hpp>
@@ -155,24 +156,25 @@ lock_statistics statistics(const lock_target& t) { return t.engine->statistics()
 
 namespace zkr {
 
-mutex::mutex(client& c, std::string path) : target_(detail::make_lock_target(c, std::move(path), false, "zkr::mutex")) {}
+mutex::mutex(client& c, std::string path)
+    : lock_view(detail::make_lock_target(c, std::move(path), false, "zkr::mutex"), true) {}
 
-void mutex::lock() { detail::acquire(target_, true, true, std::nullopt); }
+shared_mutex::shared_mutex(client& c, std::string path)
+    : write_(detail::make_lock_target(c, std::move(path), true, "zkr::shared_mutex"), true),
+      read_(write_.target_, false) {}
 
-bool mutex::try_lock() { return detail::acquire(target_, true, false, std::nullopt); }
-
-void mutex::unlock() noexcept {
+void lock_view::unlock() noexcept {
     try {
-        if (auto ec = detail::release(target_, true))
-            log::write(log::level::warning, "zkr::mutex::unlock \"" + target_.path + "\": " + ec.message());
+        if (auto ec = detail::release(target_, write_))
+            log::write(log::level::warning, "zkr: unlock of \"" + target_.path + "\": " + ec.message());
     } catch (...) {
         // unlock() must not throw; the only throwing parts are allocations for the log line.
     }
 }
 
-void mutex::release() {
-    if (auto ec = detail::release(target_, true))
-        throw std::system_error(ec, "zkr::mutex::release \"" + target_.path + "\"");
+void lock_view::release() {
+    if (auto ec = detail::release(target_, write_))
+        throw std::system_error(ec, "zkr: release of \"" + target_.path + "\"");
 }
 
 const char* to_string(lock_state s) noexcept {

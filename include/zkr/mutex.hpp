@@ -2,100 +2,16 @@
 // Curator's InterProcessMutex.
 #pragma once
 
-#include "zkr/client.hpp"
-#include "zkr/detail/lock_ops.hpp"
-#include "zkr/lock_types.hpp"
-
-#include <boost/asio/async_result.hpp>
-#include <boost/asio/deferred.hpp>
-
-#include <chrono>
-#include <string>
-#include <vector>
+#include "zkr/lock_view.hpp"
 
 namespace zkr {
 
-/// Meets the standard's Lockable and TimedLockable requirements: std::unique_lock,
-/// std::lock_guard and std::scoped_lock work with it.
-///
-/// Holds belong to (client, lock path, thread): the thread that locked must unlock, and another
-/// zkr::mutex object for the same path used on the same thread through the same client
-/// re-enters the same hold. A hold ends with its last unlock, or with its session: then state()
-/// says lost, on_lost handlers and async_wait_lost fire, and the holder must stop touching what
-/// the lock protects. fencing_token() lets that resource turn a stale holder away.
-///
-/// Lifetime: the client must outlive the mutex. Destroying a mutex does not release holds.
-class mutex {
+/// std::lock_guard, std::unique_lock and std::scoped_lock work with it; see lock_view for the
+/// operations, their errors and what a hold is.
+class mutex : public lock_view {
 public:
     /// Throws std::invalid_argument naming the path and the rule it breaks.
     mutex(client& c, std::string path);
-
-    /// Blocks until held. Throws std::system_error when it cannot be acquired (errc::lock_lost
-    /// if the calling thread's hold was lost; client closed; session trouble beyond the retry policy).
-    void lock();
-    /// One round: true if held now. Leaves no node behind when not.
-    bool try_lock();
-    template <class Rep, class Period>
-    bool try_lock_for(const std::chrono::duration<Rep, Period>& timeout) {
-        return detail::acquire(target_, true, true,
-                               std::chrono::steady_clock::now() +
-                                   std::chrono::ceil<std::chrono::steady_clock::duration>(timeout));
-    }
-    template <class Clock, class Duration>
-    bool try_lock_until(const std::chrono::time_point<Clock, Duration>& deadline) {
-        return detail::acquire(target_, true, true, detail::to_steady(deadline));
-    }
-    /// Never throws (the standard requires it); a call by a thread that holds nothing is logged
-    /// and ignored. Returns at once: the node's delete is sent, guaranteed, and ordered before
-    /// anything this client sends next.
-    void unlock() noexcept;
-    /// Like unlock(), but a thread that holds nothing gets std::system_error(errc::not_owner)
-    /// and the lock stays as it was.
-    void release();
-
-    /// Acquires for the initiating thread. Handler: void(zkr::async_error). Per-operation
-    /// cancellation (terminal) ends the wait with boost::asio::error::operation_aborted and
-    /// removes our node and watch.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_lock(CompletionToken&& token = {}) {
-        return boost::asio::async_initiate<CompletionToken, void(async_error)>(
-            [this](auto handler) { detail::start_acquire(target_, true, std::move(handler)); }, token);
-    }
-
-    /// Completes with errc::lock_lost when the calling thread's hold is lost, or with
-    /// boost::asio::error::operation_aborted once it is released first; errc::not_owner if the
-    /// thread holds nothing. Handler: void(zkr::async_error).
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_wait_lost(CompletionToken&& token = {}) {
-        return boost::asio::async_initiate<CompletionToken, void(async_error)>(
-            [this](auto handler) { detail::start_wait_lost(target_, true, std::move(handler)); }, token);
-    }
-    /// Calls `handler(node path)` on the client's executor whenever a hold of this path through
-    /// this client is lost.
-    subscription on_lost(std::function<void(const std::string& node)> handler) {
-        return detail::on_lost(target_, std::move(handler));
-    }
-
-    /// The calling thread's hold count (0 when it holds nothing).
-    int hold_count() const { return detail::hold_count(target_, true); }
-    bool is_held_by_current_thread() const { return hold_count() > 0; }
-    /// Some thread of this process holds it through this client.
-    bool is_acquired_in_this_process() const { return detail::acquired_in_process(target_); }
-    /// The calling thread's standing: not_held, held, uncertain (connection down) or lost.
-    lock_state state() const { return detail::state(target_, true); }
-    /// The czxid of the calling thread's lock node: ensemble-wide and increasing, so a resource
-    /// can refuse a holder whose token is lower than one it has seen. Throws errc::not_owner.
-    std::int64_t fencing_token() const { return detail::fencing_token(target_, true); }
-    /// The calling thread's lock node. Throws errc::not_owner.
-    std::string node_path() const { return detail::node_path(target_, true); }
-    /// Everyone in the queue, the holder first, with their owners (one listing and one read per node).
-    std::vector<participant> participants() const { return detail::participants(target_); }
-    const std::string& path() const noexcept { return target_.path; }
-    /// Counters of the client's lock engine.
-    lock_statistics statistics() const { return detail::statistics(target_); }
-
-private:
-    detail::lock_target target_;
 };
 
 }  // namespace zkr
