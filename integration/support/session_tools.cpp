@@ -60,28 +60,18 @@ session_keeper::~session_keeper() {
 }
 
 std::int64_t expire_session(const zkr::client& c, const std::string& connect) {
-    auto [id, password] = c.impl().session_credentials();
-    if (id == 0) throw std::runtime_error("expire_session: the client has no session");
-    clientid_t cid{};
-    cid.client_id = id;
-    std::copy(password.begin(), password.end(), cid.passwd);
-    connected_flag flag;
-    zhandle_t* zh = zookeeper_init(connect.c_str(), &watcher, 10000, &cid, &flag, 0);
-    if (!zh) throw std::runtime_error("expire_session: zookeeper_init failed");
-    {
-        std::unique_lock lock(flag.mutex);
-        if (!flag.cv.wait_for(lock, std::chrono::seconds(10), [&] { return flag.state == ZOO_CONNECTED_STATE; })) {
-            lock.unlock();
-            zookeeper_close(zh);
-            throw std::runtime_error("expire_session: the second handle did not connect");
-        }
+    auto credentials = c.impl().session_credentials();
+    if (credentials.first == 0) throw std::runtime_error("expire_session: the client has no session");
+    // The client may win its session back between our join and our close (the server then
+    // refuses our close as "session moved"): try again until the client reports the loss.
+    for (int attempt = 0; attempt < 5; ++attempt) {
+        connected_flag flag;
+        zhandle_t* zh = join_session(connect, credentials, flag);
+        zookeeper_close(zh);  // closes the shared session: the first handle gets EXPIRED
+        if (eventually([&] { return c.session_id() != credentials.first; }, std::chrono::seconds(3)))
+            return credentials.first;
     }
-    if (zoo_client_id(zh)->client_id != id) {
-        zookeeper_close(zh);
-        throw std::runtime_error("expire_session: the server gave the second handle a different session");
-    }
-    zookeeper_close(zh);  // closes the shared session: the first handle gets EXPIRED
-    return id;
+    throw std::runtime_error("expire_session: the session survived five attempts");
 }
 
 bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
