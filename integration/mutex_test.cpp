@@ -15,6 +15,7 @@
 #include <boost/asio/use_future.hpp>
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <future>
@@ -602,4 +603,33 @@ TEST_CASE("invalid lock paths are refused at construction", "[mutex][input]") {
     CHECK_THROWS_WITH(zkr::mutex(c, "/locks//x"), Catch::Matchers::Contains("empty segment"));
     CHECK_THROWS_WITH(zkr::mutex(c, "/"), Catch::Matchers::Contains("root"));
     CHECK_THROWS_AS(zkr::mutex(c, ""), std::invalid_argument);
+}
+
+TEST_CASE("a waiter's session expires: it queues again under its new session and never acquires falsely", "[mutex][fault]") {
+    std::string path = unique_path("mutex-waiter-expired");
+    zkr::client hc(test_options(test_connect_string()));
+    zkr::mutex holder(hc, path);
+    holder.lock();
+    waiter w(test_connect_string(), path);
+    REQUIRE(eventually([&] { return queue_length(hc, path) == 2; }));
+    auto old_session = w.client.session_id();
+
+    zkr::test::expire_session(w.client, test_connect_string());
+    REQUIRE(eventually([&] { return w.client.is_connected() && w.client.session_id() != old_session; }, 15s));
+    // Its old node went with the old session; it queued again, behind the holder.
+    REQUIRE(eventually([&] {
+        auto q = holder.participants();
+        return q.size() == 2 && !q[1].holds;
+    }));
+    auto queue = hc.get_children(path).children;
+    std::sort(queue.begin(), queue.end());
+    std::string waiter_node;
+    for (auto& n : queue) {
+        if (path + "/" + n != holder.node_path()) waiter_node = path + "/" + n;
+    }
+    CHECK(hc.exists(waiter_node).stat.ephemeral_owner == w.client.session_id());
+    std::this_thread::sleep_for(300ms);
+    CHECK_FALSE(w.acquired.load());
+    holder.unlock();
+    CHECK(eventually([&] { return w.acquired.load(); }));
 }

@@ -505,18 +505,28 @@ void client_impl::open_handle() {
         std::string credentials = options_.auth->user + ":" + options_.auth->password;
         zoo_add_auth(zh, "digest", credentials.data(), static_cast<int>(credentials.size()), &on_auth_reply, nullptr);
     }
-    std::unique_lock lock(handle_mutex_);
-    zh_ = zh;
+    {
+        std::unique_lock lock(handle_mutex_);
+        zh_ = zh;
+    }
+    std::vector<request*> parked;
+    {
+        std::lock_guard lock(parked_mutex_);
+        parked.swap(parked_);
+    }
+    for (request* r : parked) submit(r);
+}
+
+std::int64_t client_impl::session_id() const {
+    std::shared_lock lock(handle_mutex_);
+    return zh_ ? zoo_client_id(zh_)->client_id : 0;
 }
 
 void client_impl::on_session_event(std::uint64_t generation, int zstate) {
     {
         std::shared_lock lock(handle_mutex_);
         if (closed_ || generation != generation_ || !zh_) return;
-        if (zstate == ZOO_CONNECTED_STATE) {
-            session_id_ = zoo_client_id(zh_)->client_id;
-            negotiated_timeout_ = zoo_recv_timeout(zh_);
-        }
+        if (zstate == ZOO_CONNECTED_STATE) negotiated_timeout_ = zoo_recv_timeout(zh_);
     }
     if (zstate == ZOO_CONNECTED_STATE) {
         lost_timer_.cancel();
@@ -554,12 +564,9 @@ void client_impl::on_session_event(std::uint64_t generation, int zstate) {
 }
 
 void client_impl::declare_lost(const char* why) {
-    log::write(log::level::warning, std::string("zkr::client: session 0x") + [&] {
-        char buf[32];
-        std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(session_id_.load()));
-        return std::string(buf);
-    }() + " lost: " + why);
-    session_id_ = 0;
+    char id[32];
+    std::snprintf(id, sizeof id, "%llx", static_cast<unsigned long long>(session_id()));
+    log::write(log::level::warning, std::string("zkr::client: session 0x") + id + " lost: " + why);
     report(connection_state::lost);
     replace_handle(make_error_code(errc::session_expired));
 }
@@ -658,7 +665,12 @@ void client_impl::close() {
         if (old) zookeeper_close(old);
         for (request* r : backing_off_) r->backoff->cancel();
         fail_watches(make_error_code(errc::client_closed));
-        session_id_ = 0;
+        std::vector<request*> parked;
+        {
+            std::lock_guard lock(parked_mutex_);
+            parked.swap(parked_);
+        }
+        for (request* r : parked) r->fail(make_error_code(errc::client_closed));
         std::vector<completion<>> connected_waiters;
         {
             std::lock_guard lock(state_mutex_);
@@ -765,8 +777,11 @@ void client_impl::submit(request* r) {
         return r->fail(make_error_code(errc::client_closed));
     }
     if (!zh_) {
-        lock.unlock();
-        return on_failure(r, ZINVALIDSTATE);
+        // Between two handles (a lost session being replaced): wait for the new one. Parked
+        // under the shared lock, so open_handle (which takes it exclusively) cannot miss it.
+        std::lock_guard parked_lock(parked_mutex_);
+        parked_.push_back(r);
+        return;
     }
     r->on_send(generation_);
     int rc = r->send(zh_);

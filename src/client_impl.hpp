@@ -106,7 +106,9 @@ public:
 
     connection_state state() const;
     bool is_connected() const { return connected_.load(); }
-    std::int64_t session_id() const { return session_id_.load(); }
+    /// The session of the current handle, read live from the C client (which learns it before
+    /// any reply of that session reaches us); 0 while there is none.
+    std::int64_t session_id() const;
     std::chrono::milliseconds session_timeout() const { return std::chrono::milliseconds(negotiated_timeout_.load()); }
     std::uint64_t session_count() const { return session_count_.load(); }
     bool closed() const { return closed_.load(); }
@@ -170,10 +172,12 @@ private:
     zhandle_t* zh_ = nullptr;
     std::uint64_t generation_ = 0;
     std::list<handle_context> contexts_;
+    // Requests sent while the handle was being replaced: sent on the new one as soon as it exists.
+    std::mutex parked_mutex_;
+    std::vector<request*> parked_;
 
     std::atomic<bool> closed_{false};
     std::atomic<bool> connected_{false};
-    std::atomic<std::int64_t> session_id_{0};
     std::atomic<std::int64_t> negotiated_timeout_{0};
     std::atomic<std::uint64_t> session_count_{0};
 
