@@ -27,29 +27,6 @@ using zkr::test::test_connect_string;
 using zkr::test::test_options;
 using zkr::test::unique_path;
 
-namespace {
-
-// Records every state change in order.
-struct state_log {
-    explicit state_log(zkr::client& c) : sub(c.on_state_change([this](zkr::connection_state s) { push(s); })) {}
-    void push(zkr::connection_state s) {
-        std::lock_guard lock(mutex);
-        states.push_back(s);
-    }
-    std::vector<zkr::connection_state> snapshot() {
-        std::lock_guard lock(mutex);
-        return states;
-    }
-    bool saw(zkr::connection_state s) {
-        auto v = snapshot();
-        return std::find(v.begin(), v.end(), s) != v.end();
-    }
-    std::mutex mutex;
-    std::vector<zkr::connection_state> states;
-    zkr::subscription sub;
-};
-
-}  // namespace
 
 TEST_CASE("connect and query the session and close", "[client]") {
     zkr::client c(test_options(test_connect_string()));

@@ -1,5 +1,6 @@
 // zkr and Curator 5.4 (Debian's libcurator-recipes-java) on the same lock paths.
 #include "support/child_process.hpp"
+#include "support/curator_driver.hpp"
 #include "support/session_tools.hpp"
 #include "support/zk_cluster.hpp"
 #include "zkr/client.hpp"
@@ -19,17 +20,6 @@ using zkr::test::test_connect_string;
 using zkr::test::test_options;
 using zkr::test::unique_path;
 
-namespace {
-
-std::string curator(const std::string& args) {
-    std::ifstream in(ZKR_CURATOR_DRIVER_DIR "/run-prefix");
-    std::string prefix;
-    std::getline(in, prefix);
-    REQUIRE_FALSE(prefix.empty());
-    return prefix + " " + args;
-}
-
-}  // namespace
 
 TEST_CASE("Curator and zkr share one mutex: the counter stays exact", "[interop][mutex]") {
     std::string connect = test_connect_string();
@@ -39,7 +29,7 @@ TEST_CASE("Curator and zkr share one mutex: the counter stays exact", "[interop]
     c.set_data(counter, "0");
 
     constexpr int curator_threads = 2, curator_n = 50, zkr_threads = 2, zkr_n = 50;
-    child_process java(curator("increment " + connect + " " + path + " " + counter + " " + std::to_string(curator_n) +
+    child_process java(zkr::test::curator_command("increment " + connect + " " + path + " " + counter + " " + std::to_string(curator_n) +
                                " " + std::to_string(curator_threads)));
     std::vector<std::thread> threads;
     for (int t = 0; t < zkr_threads; ++t) {
@@ -67,7 +57,7 @@ TEST_CASE("Curator and zkr see each other in one queue", "[interop][mutex]") {
     zkr::mutex m(c, path);
 
     // Curator holds; zkr queues behind it and sees it as the holder.
-    child_process holder(curator("hold " + connect + " " + path));
+    child_process holder(zkr::test::curator_command("hold " + connect + " " + path));
     auto acquired = holder.read_line();
     REQUIRE(acquired);
     REQUIRE(acquired->rfind("acquired ", 0) == 0);
@@ -94,7 +84,7 @@ TEST_CASE("Curator and zkr see each other in one queue", "[interop][mutex]") {
     REQUIRE(eventually([&] { return m.is_acquired_in_this_process(); }));
 
     // Now zkr holds; Curator queues behind it, and sees zkr's node first.
-    child_process next(curator("wait-hold " + connect + " " + path));
+    child_process next(zkr::test::curator_command("wait-hold " + connect + " " + path));
     auto queued = next.read_line();
     REQUIRE(queued);
     REQUIRE(queued->rfind("queued ", 0) == 0);

@@ -1,4 +1,5 @@
 // zkr::mutex against real ZooKeeper servers.
+#include "support/background_lock.hpp"
 #include "support/fault_proxy.hpp"
 #include "support/session_tools.hpp"
 #include "support/zk_cluster.hpp"
@@ -28,51 +29,14 @@
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using zkr::errc;
+using waiter = zkr::test::background_lock;
 using zkr::test::eventually;
+using zkr::test::queue_length;
 using zkr::test::test_connect_string;
 using zkr::test::test_options;
 using zkr::test::unique_path;
 
 namespace {
-
-std::size_t queue_length(zkr::client& c, const std::string& path) {
-    std::error_code ec;
-    auto r = c.get_children(path, ec);
-    return ec ? 0 : r.children.size();
-}
-
-// A waiter on its own thread (and, by default, its own client).
-struct waiter {
-    waiter(const std::string& connect, const std::string& path, std::function<void()> on_acquired = {})
-        : client(test_options(connect)), m(client, path) {
-        thread = std::thread([this, on_acquired] {
-            m.lock();
-            acquired = true;
-            if (on_acquired) on_acquired();
-            std::unique_lock lock(mutex);
-            cv.wait(lock, [&] { return release_now; });
-            m.unlock();
-        });
-    }
-    void release() {
-        {
-            std::lock_guard lock(mutex);
-            release_now = true;
-        }
-        cv.notify_all();
-        thread.join();
-    }
-    ~waiter() {
-        if (thread.joinable()) release();
-    }
-    zkr::client client;
-    zkr::mutex m;
-    std::atomic<bool> acquired{false};
-    std::mutex mutex;
-    std::condition_variable cv;
-    bool release_now = false;
-    std::thread thread;
-};
 
 // Runs zkr_lock_holder in a child process; returns its pid once it holds the lock.
 pid_t spawn_holder(const std::string& connect, const std::string& path, int session_ms, std::string& node) {
@@ -147,7 +111,7 @@ TEST_CASE("waiters acquire in the order they queued (FIFO)", "[mutex]") {
     std::vector<int> order;
     std::vector<std::unique_ptr<waiter>> waiters;
     for (int i = 0; i < 5; ++i) {
-        waiters.push_back(std::make_unique<waiter>(test_connect_string(), path, [&, i] {
+        waiters.push_back(std::make_unique<waiter>(test_connect_string(), path, zkr::test::lock_side::exclusive, [&, i] {
             std::lock_guard lock(order_mutex);
             order.push_back(i);
         }));

@@ -15,29 +15,9 @@ using namespace std::chrono_literals;
 using zkr::connection_state;
 using zkr::errc;
 using zkr::test::eventually;
+using zkr::test::state_log;
 using zkr::test::test_options;
 
-namespace {
-
-struct state_log {
-    explicit state_log(zkr::client& c) : sub(c.on_state_change([this](connection_state s) {
-        std::lock_guard lock(mutex);
-        states.push_back(s);
-    })) {}
-    std::vector<connection_state> snapshot() {
-        std::lock_guard lock(mutex);
-        return states;
-    }
-    bool saw(connection_state s) {
-        auto v = snapshot();
-        return std::find(v.begin(), v.end(), s) != v.end();
-    }
-    std::mutex mutex;
-    std::vector<connection_state> states;
-    zkr::subscription sub;
-};
-
-}  // namespace
 
 TEST_CASE("server restarted within the session timeout: suspended then reconnected on the same session", "[session][fault]") {
     zkr::test::zk_cluster cluster(1);

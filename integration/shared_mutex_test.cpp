@@ -1,5 +1,7 @@
 // zkr::shared_mutex against real ZooKeeper servers.
+#include "support/background_lock.hpp"
 #include "support/child_process.hpp"
+#include "support/curator_driver.hpp"
 #include "support/session_tools.hpp"
 #include "support/zk_cluster.hpp"
 #include "zkr/client.hpp"
@@ -21,50 +23,17 @@ namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using zkr::errc;
 using zkr::test::eventually;
+using zkr::test::queue_length;
 using zkr::test::test_connect_string;
 using zkr::test::test_options;
 using zkr::test::unique_path;
 
 namespace {
 
-std::size_t queue_length(zkr::client& c, const std::string& path) {
-    std::error_code ec;
-    auto r = c.get_children(path, ec);
-    return ec ? 0 : r.children.size();
-}
-
-// One contender on its own thread and client, taking the read or the write side.
-struct contender {
+// A contender on its own thread and client, taking the write (true) or read (false) side.
+struct contender : zkr::test::background_lock {
     contender(const std::string& connect, const std::string& path, bool write)
-        : client(test_options(connect)), rw(client, path) {
-        thread = std::thread([this, write] {
-            if (write) rw.lock();
-            else rw.lock_shared();
-            acquired = true;
-            std::unique_lock lock(mutex);
-            cv.wait(lock, [&] { return release_now; });
-            if (write) rw.unlock();
-            else rw.unlock_shared();
-        });
-    }
-    void release() {
-        {
-            std::lock_guard lock(mutex);
-            release_now = true;
-        }
-        cv.notify_all();
-        if (thread.joinable()) thread.join();
-    }
-    ~contender() { release(); }
-    std::uint64_t wakeups() const { return rw.read_lock().statistics().wakeups; }
-
-    zkr::client client;
-    mutable zkr::shared_mutex rw;
-    std::atomic<bool> acquired{false};
-    std::mutex mutex;
-    std::condition_variable cv;
-    bool release_now = false;
-    std::thread thread;
+        : background_lock(connect, path, write ? zkr::test::lock_side::write : zkr::test::lock_side::read) {}
 };
 
 // Who is inside, checked on every entry.
@@ -306,13 +275,6 @@ TEST_CASE("a writer's session expires: readers get in, the writer is told", "[sh
 
 namespace {
 
-std::string curator(const std::string& args) {
-    std::ifstream in(ZKR_CURATOR_DRIVER_DIR "/run-prefix");
-    std::string prefix;
-    std::getline(in, prefix);
-    return prefix + " " + args;
-}
-
 // The Curator driver's rw-mix protocol, zkr's side: STATE_PATH holds "readers writers".
 std::pair<int, int> parse_state(const std::string& s) {
     std::istringstream in(s);
@@ -332,10 +294,10 @@ TEST_CASE("Curator and zkr on one read/write lock, both ways, invariants hold", 
     SECTION("a Curator reader and a zkr reader share; a Curator writer waits for both, and a later zkr reader waits for it") {
         zkr::shared_mutex rw(c, path);
         rw.lock_shared();
-        zkr::test::child_process reader(curator("rw-hold " + connect + " " + path + " read"));
+        zkr::test::child_process reader(zkr::test::curator_command("rw-hold " + connect + " " + path + " read"));
         REQUIRE(reader.read_line().value_or("").rfind("queued ", 0) == 0);
         REQUIRE(reader.read_line().value_or("").rfind("acquired ", 0) == 0);  // shares with zkr's reader
-        zkr::test::child_process writer(curator("rw-hold " + connect + " " + path + " write"));
+        zkr::test::child_process writer(zkr::test::curator_command("rw-hold " + connect + " " + path + " write"));
         REQUIRE(writer.read_line().value_or("").rfind("queued ", 0) == 0);
         contender late(connect, path, false);
         REQUIRE(eventually([&] { return queue_length(c, path) == 4; }));
@@ -355,7 +317,7 @@ TEST_CASE("Curator and zkr on one read/write lock, both ways, invariants hold", 
         CHECK(writer.wait() == 0);
     }
     SECTION("mixed load: Curator's rw-mix beside zkr's, no reader ever sees a writer") {
-        zkr::test::child_process java(curator("rw-mix " + connect + " " + path + " " + state + " 150 20 7"));
+        zkr::test::child_process java(zkr::test::curator_command("rw-mix " + connect + " " + path + " " + state + " 150 20 7"));
         std::atomic<int> violations{0};
         std::vector<std::thread> threads;
         for (int t = 0; t < 3; ++t) {

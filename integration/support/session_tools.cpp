@@ -2,6 +2,7 @@
 
 #include "client_impl.hpp"
 
+#include <algorithm>
 #include <condition_variable>
 #include <mutex>
 #include <random>
@@ -81,6 +82,28 @@ bool eventually(const std::function<bool()>& condition, std::chrono::millisecond
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     return true;
+}
+
+state_log::state_log(zkr::client& c)
+    : subscription_(c.on_state_change([this](zkr::connection_state s) {
+          std::lock_guard lock(mutex_);
+          states_.push_back(s);
+      })) {}
+
+std::vector<zkr::connection_state> state_log::snapshot() {
+    std::lock_guard lock(mutex_);
+    return states_;
+}
+
+bool state_log::saw(zkr::connection_state s) {
+    auto v = snapshot();
+    return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+std::size_t queue_length(zkr::client& c, const std::string& path) {
+    std::error_code ec;
+    auto r = c.get_children(path, ec);
+    return ec ? 0 : r.children.size();
 }
 
 std::string unique_path(const std::string& name) {

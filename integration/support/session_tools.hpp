@@ -5,7 +5,9 @@
 
 #include <chrono>
 #include <functional>
+#include <mutex>
 #include <string>
+#include <vector>
 
 namespace zkr::test {
 
@@ -28,6 +30,22 @@ private:
 
 /// Polls `condition` every 10 ms until it holds or `timeout` passes; returns the last value.
 bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
+/// Records a client's state changes in order.
+class state_log {
+public:
+    explicit state_log(zkr::client& c);
+    std::vector<zkr::connection_state> snapshot();
+    bool saw(zkr::connection_state s);
+
+private:
+    std::mutex mutex_;
+    std::vector<zkr::connection_state> states_;
+    zkr::subscription subscription_;
+};
+
+/// How many children `path` has (0 if it does not exist): the length of a lock's queue.
+std::size_t queue_length(zkr::client& c, const std::string& path);
 
 /// A path no other test uses: "/zkr-test/<name>-<random>".
 std::string unique_path(const std::string& name);

@@ -1,0 +1,69 @@
+// A lock taken on a thread (and client) of its own, held until released: a contender in a queue.
+#pragma once
+
+#include "session_tools.hpp"
+#include "zkr/client.hpp"
+#include "zkr/mutex.hpp"
+#include "zkr/shared_mutex.hpp"
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+namespace zkr::test {
+
+enum class lock_side { exclusive, read, write };
+
+class background_lock {
+public:
+    /// Starts locking at once; `on_acquired` runs on its thread once held.
+    background_lock(const std::string& connect, const std::string& path, lock_side side = lock_side::exclusive,
+                    std::function<void()> on_acquired = {})
+        : client(test_options(connect)) {
+        if (side == lock_side::exclusive) {
+            mutex_ = std::make_unique<zkr::mutex>(client, path);
+            view_ = mutex_.get();
+        } else {
+            shared_ = std::make_unique<zkr::shared_mutex>(client, path);
+            view_ = side == lock_side::read ? &shared_->read_lock() : &shared_->write_lock();
+        }
+        thread_ = std::thread([this, on_acquired] {
+            view_->lock();
+            acquired = true;
+            if (on_acquired) on_acquired();
+            std::unique_lock lock(mutex_of_release_);
+            release_cv_.wait(lock, [&] { return release_now_; });
+            lock.unlock();
+            view_->unlock();
+        });
+    }
+    ~background_lock() { release(); }
+
+    /// Unlocks (once held) and joins its thread.
+    void release() {
+        {
+            std::lock_guard lock(mutex_of_release_);
+            release_now_ = true;
+        }
+        release_cv_.notify_all();
+        if (thread_.joinable()) thread_.join();
+    }
+    std::uint64_t wakeups() const { return view_->statistics().wakeups; }
+
+    zkr::client client;
+    std::atomic<bool> acquired{false};
+
+private:
+    std::unique_ptr<zkr::mutex> mutex_;
+    std::unique_ptr<zkr::shared_mutex> shared_;
+    zkr::lock_view* view_ = nullptr;
+    std::mutex mutex_of_release_;
+    std::condition_variable release_cv_;
+    bool release_now_ = false;
+    std::thread thread_;
+};
+
+}  // namespace zkr::test
