@@ -307,7 +307,7 @@ TEST_CASE("watches are delivered as completions", "[client][watch]") {
     }
 }
 
-TEST_CASE("removing a watch takes it off the server", "[client][watch]") {
+TEST_CASE("removing a watch takes it off the server", "[client][watch][own_servers]") {
     if (zkr::test::using_external_ensemble()) return;  // needs the harness's own server to count watches
     zkr::test::zk_cluster cluster(1);
     zkr::client c(test_options(cluster.connect_string()));

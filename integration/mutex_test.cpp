@@ -132,7 +132,7 @@ TEST_CASE("waiters acquire in the order they queued (FIFO)", "[mutex]") {
     CHECK(order == std::vector<int>{0, 1, 2, 3, 4});
 }
 
-TEST_CASE("no herd: one release wakes exactly one of 50 waiters", "[mutex][herd]") {
+TEST_CASE("no herd: one release wakes exactly one of 50 waiters", "[mutex][herd][own_servers]") {
     if (zkr::test::using_external_ensemble()) return;  // counts the server's watches
     zkr::test::zk_cluster cluster(1);
     std::string path = "/herd";
@@ -280,7 +280,7 @@ TEST_CASE("holder session expired: it is told, the waiter gets in, its unlock de
     CHECK(still_held);
 }
 
-TEST_CASE("create reply lost: the node is adopted, one per contender", "[mutex][fault]") {
+TEST_CASE("create reply lost: the node is adopted, one per contender", "[mutex][fault][own_servers]") {
     if (zkr::test::using_external_ensemble()) return;  // needs a proxy in front of its own server
     zkr::test::zk_cluster cluster(1);
     zkr::test::fault_proxy proxy(cluster.server_address(1));
@@ -304,7 +304,7 @@ TEST_CASE("create reply lost: the node is adopted, one per contender", "[mutex][
     CHECK(eventually([&] { return observer.get_children("/adopt").children.empty(); }));
 }
 
-TEST_CASE("create reply lost and a new session in between: the old node is deleted, not adopted", "[mutex][fault]") {
+TEST_CASE("create reply lost and a new session in between: the old node is deleted, not adopted", "[mutex][fault][own_servers]") {
     if (zkr::test::using_external_ensemble()) return;
     zkr::test::zk_cluster cluster(1);
     zkr::test::fault_proxy proxy(cluster.server_address(1));
@@ -350,7 +350,7 @@ TEST_CASE("create reply lost and a new session in between: the old node is delet
     CHECK(locked.get() == "/stale/" + children[0]);
 }
 
-TEST_CASE("a waiter in the middle times out: its node and watch go, the next re-watches", "[mutex]") {
+TEST_CASE("a waiter in the middle times out: its node and watch go, the next re-watches", "[mutex][own_servers]") {
     if (zkr::test::using_external_ensemble()) return;  // counts the server's watches
     zkr::test::zk_cluster cluster(1);
     std::string path = "/middle";
@@ -409,7 +409,7 @@ TEST_CASE("a cancelled async_lock removes its node", "[mutex][async]") {
     m.unlock();
 }
 
-TEST_CASE("release during connection loss: the delete completes after reconnecting", "[mutex][fault]") {
+TEST_CASE("release during connection loss: the delete completes after reconnecting", "[mutex][fault][own_servers]") {
     if (zkr::test::using_external_ensemble()) return;
     zkr::test::zk_cluster cluster(1);
     zkr::test::fault_proxy proxy(cluster.server_address(1));
@@ -490,7 +490,7 @@ TEST_CASE("reentrancy: three deep, across objects, and non-owner release", "[mut
     CHECK(eventually([&] { return !c.exists(node).exists; }));
 }
 
-TEST_CASE("server restarted within the session timeout: the holder keeps the lock", "[mutex][fault]") {
+TEST_CASE("server restarted within the session timeout: the holder keeps the lock", "[mutex][fault][own_servers]") {
     if (zkr::test::using_external_ensemble()) return;
     zkr::test::zk_cluster cluster(1);
     zkr::client hc(test_options(cluster.connect_string(), 10s));
@@ -509,7 +509,7 @@ TEST_CASE("server restarted within the session timeout: the holder keeps the loc
     CHECK(eventually([&] { return w.acquired.load(); }, 15s));
 }
 
-TEST_CASE("leader killed: holds and queue survive", "[mutex][fault][ensemble]") {
+TEST_CASE("leader killed: holds and queue survive", "[mutex][fault][ensemble][own_servers]") {
     if (zkr::test::using_external_ensemble()) return;
     zkr::test::zk_cluster cluster(3);
     zkr::client hc(test_options(cluster.connect_string(), 8s));

@@ -19,7 +19,7 @@ using zkr::test::state_log;
 using zkr::test::test_options;
 
 
-TEST_CASE("server restarted within the session timeout: suspended then reconnected on the same session", "[session][fault]") {
+TEST_CASE("server restarted within the session timeout: suspended then reconnected on the same session", "[session][fault][own_servers]") {
     zkr::test::zk_cluster cluster(1);
     zkr::client c(test_options(cluster.connect_string(), 10s));
     c.wait_connected(10s);
@@ -45,7 +45,7 @@ TEST_CASE("server restarted within the session timeout: suspended then reconnect
     CHECK(states[1] == connection_state::reconnected);
 }
 
-TEST_CASE("forced session expiry: lost and then a new session that works", "[session][fault]") {
+TEST_CASE("forced session expiry: lost and then a new session that works", "[session][fault][own_servers]") {
     zkr::test::zk_cluster cluster(1);
     zkr::client c(test_options(cluster.connect_string()));
     zkr::client observer(test_options(cluster.connect_string()));
@@ -77,7 +77,7 @@ TEST_CASE("forced session expiry: lost and then a new session that works", "[ses
     CHECK(e.stat.ephemeral_owner == c.session_id());
 }
 
-TEST_CASE("suspended past the session timeout: lost locally and then a new session", "[session][fault]") {
+TEST_CASE("suspended past the session timeout: lost locally and then a new session", "[session][fault][own_servers]") {
     zkr::test::zk_cluster cluster(1);
     zkr::client c(test_options(cluster.connect_string(), 2s));
     c.wait_connected(10s);
@@ -99,7 +99,7 @@ TEST_CASE("suspended past the session timeout: lost locally and then a new sessi
     CHECK(std::find(states.begin(), states.end(), connection_state::reconnected) == states.end());
 }
 
-TEST_CASE("leader of a 3-server ensemble killed: the session survives", "[session][fault][ensemble]") {
+TEST_CASE("leader of a 3-server ensemble killed: the session survives", "[session][fault][ensemble][own_servers]") {
     zkr::test::zk_cluster cluster(3);
     zkr::client c(test_options(cluster.connect_string(), 6s));
     c.wait_connected(10s);

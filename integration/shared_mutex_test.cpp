@@ -123,7 +123,7 @@ TEST_CASE("randomized: 8 clients x 100 operations, 10% writes, invariants hold",
     CHECK(inside.max_readers.load() > 1);  // readers really ran together
 }
 
-TEST_CASE("fair: a waiting writer holds back later readers; readers behind it enter together", "[shared_mutex]") {
+TEST_CASE("fair: a waiting writer holds back later readers and those behind it enter together", "[shared_mutex]") {
     std::string connect = test_connect_string(), path = unique_path("rw-fifo");
     zkr::client c(test_options(connect));
     zkr::shared_mutex first_reader(c, path);

@@ -32,7 +32,7 @@ TEST_CASE("owner data: encode/decode round trip", "[owner_data]") {
     CHECK(big.thread == INT64_C(9007199254740993));
 }
 
-TEST_CASE("owner data: ';' and '=' in the host name are sanitized", "[owner_data]") {
+TEST_CASE("owner data: semicolons and equals signs in the host name are sanitized", "[owner_data]") {
     std::string data = encode_owner("we;ird=host;pid=1", 77, 78);
     CHECK(data == "zkr:1;host=we_ird_host_pid_1;pid=77;thread=78");
     auto owner = decode_owner(data);
