@@ -6,9 +6,14 @@
 #include "zkr/mutex.hpp"
 #include "zkr/shared_mutex.hpp"
 
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_future.hpp>
+
 #include <atomic>
 #include <condition_variable>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -31,7 +36,13 @@ public:
             view_ = side == lock_side::read ? &shared_->read_lock() : &shared_->write_lock();
         }
         thread_ = std::thread([this, on_acquired] {
-            view_->lock();
+            // Async, so that a release before the lock is ever held can cancel the wait.
+            auto locked = view_->async_lock(boost::asio::bind_cancellation_slot(cancel_.slot(), boost::asio::use_future));
+            try {
+                locked.get();
+            } catch (const boost::system::system_error&) {
+                return;  // cancelled by release(), or failed: the test's own checks say which
+            }
             acquired = true;
             if (on_acquired) on_acquired();
             std::unique_lock lock(mutex_of_release_);
@@ -49,7 +60,16 @@ public:
             release_now_ = true;
         }
         release_cv_.notify_all();
-        if (thread_.joinable()) thread_.join();
+        if (!thread_.joinable()) return;
+        // Still waiting? Cancel it, on the client's executor where its handler runs; wait for
+        // that, since the signal dies with this object.
+        std::promise<void> emitted;
+        boost::asio::post(client.get_executor(), [&] {
+            cancel_.emit(boost::asio::cancellation_type::terminal);
+            emitted.set_value();
+        });
+        emitted.get_future().wait();
+        thread_.join();
     }
     std::uint64_t wakeups() const { return view_->statistics().wakeups; }
 
@@ -60,6 +80,7 @@ private:
     std::unique_ptr<zkr::mutex> mutex_;
     std::unique_ptr<zkr::shared_mutex> shared_;
     zkr::lock_view* view_ = nullptr;
+    boost::asio::cancellation_signal cancel_;
     std::mutex mutex_of_release_;
     std::condition_variable release_cv_;
     bool release_now_ = false;

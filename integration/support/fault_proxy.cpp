@@ -217,10 +217,11 @@ struct fault_proxy::impl {
             }
             s.in_off += 4 + static_cast<std::size_t>(len);
             if (lose) {
+                // Count it first: the client sees the cut at once and the test may ask right away.
+                lost.fetch_add(1);
                 // Deliver what came before the reply, then cut the connection.
                 flush(c.client_fd, c.s2c);
                 close_conn(c);
-                lost.fetch_add(1);
                 return false;
             }
             s.out.append(reinterpret_cast<const char*>(p), 4 + static_cast<std::size_t>(len));
