@@ -239,12 +239,7 @@ acquire_fsm::action acquire_fsm::on_watch_set(std::error_code error, std::int64_
         }
         return finish_abandoned();
     }
-    if (error == errc::no_node) {
-        // Gone before we could watch it: every node below ours can only leave, so the last
-        // listing minus this one is still a true picture. No new listing needed.
-        prune(watched_);
-        return evaluate(session);
-    }
+    if (error == errc::no_node) return after_departure(session);  // gone before we could watch it
     if (error) {
         if (is_session_lost(error) && error != errc::client_closed) return restart({}, error);
         return finish(false, error, {path_});
@@ -260,13 +255,21 @@ acquire_fsm::action acquire_fsm::on_watch_event(std::error_code error, event_typ
         // The watch ended with its session: so did our node.
         return restart({}, error);
     }
-    if (type == event_type::deleted) {
-        prune(watched_);
-        return evaluate(session);
-    }
+    if (type == event_type::deleted) return after_departure(session);
     // Changed data, or the watch was dropped with others on its path: look again.
     phase_ = phase::setting_watch;
     return act(step::watch, full(watched_));
+}
+
+acquire_fsm::action acquire_fsm::after_departure(std::int64_t session) {
+    // Nodes below ours can only leave, never arrive: if the last listing minus the departed
+    // node says we hold, we do, with no new listing. Otherwise that listing is stale (most of
+    // what it shows ahead of us may be long gone): one fresh listing beats probing each entry.
+    prune(watched_);
+    auto ours = std::find_if(queue_.begin(), queue_.end(), [&](const contender& c) { return c.name == node_; });
+    if (ours != queue_.end() && decide(queue_, node_, options_.ignore).holds) return evaluate(session);
+    phase_ = phase::listing;
+    return act(step::list, options_.lock_path);
 }
 
 acquire_fsm::action acquire_fsm::on_watch_removed() {

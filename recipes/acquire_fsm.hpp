@@ -92,6 +92,7 @@ private:
     action new_attempt(std::vector<std::string> deletes = {});
     action restart(std::vector<std::string> deletes, std::error_code why);
     action evaluate(std::int64_t session, std::vector<std::string> deletes = {});
+    action after_departure(std::int64_t session);
     action recover(const std::vector<std::string>& children, std::int64_t session);
     action finish(bool acquired, std::error_code error, std::vector<std::string> deletes = {});
     action finish_abandoned(std::vector<std::string> deletes = {});

@@ -127,7 +127,7 @@ TEST_CASE("acquire_fsm 2: contended, predecessor was the head", "[acquire_fsm]")
     CHECK(f.node_path() == "/l/_c_u1-lock-0000000001");
 }
 
-TEST_CASE("acquire_fsm 3: third in queue, pruned from the cached listing", "[acquire_fsm]") {
+TEST_CASE("acquire_fsm 3: third in queue: a departure that leaves others ahead lists once", "[acquire_fsm]") {
     auto f = make();
     f.start();
     auto a = created_and_listed(f, "_c_u1-lock-0000000002",
@@ -136,15 +136,21 @@ TEST_CASE("acquire_fsm 3: third in queue, pruned from the cached listing", "[acq
     CHECK(a.path == "/l/_c_b-lock-0000000001");  // the immediate predecessor
     REQUIRE(f.on_watch_set({}, session).what == step::wait);
 
+    // The cached listing still shows `a` ahead, but it may be long gone: one fresh listing,
+    // not a probe per stale entry (which made hand-offs O(queue length)).
     a = f.on_watch_event({}, event_type::deleted, session);
-    REQUIRE(a.what == step::watch);  // not step::list
-    CHECK(a.path == "/l/_c_a-lock-0000000000");
-    CHECK(f.watched() == "_c_a-lock-0000000000");
-
-    a = f.on_watch_set(ec(errc::no_node), session);
-    CHECK(a.what == step::done);
-    CHECK(a.acquired);
-    CHECK_FALSE(a.error);
+    REQUIRE(a.what == step::list);
+    SECTION("a is gone too: acquired") {
+        a = f.on_listed({}, {"_c_u1-lock-0000000002"}, session);
+        CHECK(a.what == step::done);
+        CHECK(a.acquired);
+        CHECK_FALSE(a.error);
+    }
+    SECTION("a is still there: watch it") {
+        a = f.on_listed({}, {"_c_a-lock-0000000000", "_c_u1-lock-0000000002"}, session);
+        REQUIRE(a.what == step::watch);
+        CHECK(a.path == "/l/_c_a-lock-0000000000");
+    }
 }
 
 TEST_CASE("acquire_fsm 4: predecessor vanishes between listing and watch", "[acquire_fsm]") {
@@ -158,18 +164,20 @@ TEST_CASE("acquire_fsm 4: predecessor vanishes between listing and watch", "[acq
         CHECK(a.acquired);
         CHECK(a.deletes.empty());
     }
-    SECTION("another is below it: watch that one, no list") {
+    SECTION("another is below it: list again, then watch what is really there") {
         auto f = make();
         f.start();
         auto a = created_and_listed(f, "_c_u1-lock-0000000007",
                                     {"_c_x-lock-0000000003", "_c_y-lock-0000000005", "_c_u1-lock-0000000007"});
         REQUIRE(a.path == "/l/_c_y-lock-0000000005");
         a = f.on_watch_set(ec(errc::no_node), session);
+        REQUIRE(a.what == step::list);
+        a = f.on_listed({}, {"_c_x-lock-0000000003", "_c_u1-lock-0000000007"}, session);
         REQUIRE(a.what == step::watch);
         CHECK(a.path == "/l/_c_x-lock-0000000003");
         REQUIRE(f.on_watch_set({}, session).what == step::wait);
         a = f.on_watch_event({}, event_type::deleted, session);
-        CHECK(a.what == step::done);
+        CHECK(a.what == step::done);  // x was the head: no listing needed
         CHECK(a.acquired);
     }
 }
@@ -625,6 +633,10 @@ TEST_CASE("acquire_fsm 14: read/write lock", "[acquire_fsm]") {
         CHECK(a.path == "/l/_c_w2-__WRIT__0000000002");
         REQUIRE(f.on_watch_set({}, session).what == step::wait);
         a = f.on_watch_event({}, event_type::deleted, session);
+        REQUIRE(a.what == step::list);  // w1 may still be ahead: look
+        a = f.on_listed({}, {"_c_w1-__WRIT__0000000000", "_c_r-__READ__0000000001", "_c_r2-__READ__0000000003",
+                             "_c_u1-__READ__0000000004"},
+                        session);
         REQUIRE(a.what == step::watch);
         CHECK(a.path == "/l/_c_w1-__WRIT__0000000000");
     }
