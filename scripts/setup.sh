@@ -12,6 +12,7 @@ packages=(
   default-jdk-headless           # javac, for the Curator interop driver
   libcurator-recipes-java        # Curator 5.4: the Java peer for interop tests and benchmarks
   python3-kazoo                  # kazoo: the Python peer for benchmarks
+  gnuplot-nox                    # the benchmark's chart
 )
 
 missing=()

@@ -501,6 +501,10 @@ void client_impl::open_handle() {
         });
         return;
     }
+    // By default the C client resolves the connect string again on every turn of its I/O loop
+    // (a socket and file opens per turn: most of an idle lock cycle's system calls). Routine
+    // re-resolution once a minute is plenty; a lost connection still resolves at once.
+    zoo_set_servers_resolution_delay(zh, 60'000);
     if (options_.auth) {
         std::string credentials = options_.auth->user + ":" + options_.auth->password;
         zoo_add_auth(zh, "digest", credentials.data(), static_cast<int>(credentials.size()), &on_auth_reply, nullptr);
