@@ -1,0 +1,798 @@
+#!/usr/bin/python3
+"""zkr's benchmark orchestrator (bench/run.sh calls it once everything is built).
+
+Starts its own ZooKeeper servers (one with forceSync=no, one with forceSync=yes), runs every
+contender of every scenario interleaved (round 1: A B C, round 2: B C A, ...), validates each
+driver's one-line JSON, and writes the medians as tables (stdout and RESULTS-style Markdown), a
+JSON file with every run and the machine, and a PNG chart.
+
+Modes: default (the full run), --quick (shorter, same coverage except herd N=1000), --smoke
+(seconds long, tiny counts, every driver exercised once, no timing assertions; exit status 1 only
+if a driver fails or prints malformed output).
+"""
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+ZK_CLUSTER = os.path.join(ROOT, "integration", "zk-cluster.sh")
+SERVER_JAVA = os.path.join(HERE, "zk-server-java.sh")
+KAZOO_DRIVER = os.path.join(HERE, "kazoo_bench.py")
+PYTHON = "/usr/bin/python3"
+
+# Contenders, in the tables' order.
+CONTENDERS = ["zkr", "zkr-alt", "curator", "kazoo", "raw-sync", "raw-pipelined", "raw-async"]
+LABELS = {
+    "zkr": "zkr",
+    "zkr-alt": "zkr (alt build)",
+    "curator": "Curator 5.4",
+    "kazoo": "kazoo 2.8",
+    "raw-sync": "raw C sync",
+    "raw-pipelined": "raw C pipelined",
+    "raw-async": "raw C async",
+}
+PEERS = ["curator", "kazoo", "raw-sync", "raw-pipelined", "raw-async"]
+
+TIMED_KEYS = ["driver", "scenario", "cycles", "cycles_per_s", "p50_us", "p99_us", "cpu_s", "cpu_ms_per_1000",
+              "rss_kb", "errors"]
+HERD_KEYS = ["driver", "scenario", "waiters", "handoffs", "handoff_p50_us", "handoff_p99_us", "handoff_max_us",
+             "handoff_first_tenth_us", "handoff_last_tenth_us", "queue_s", "chain_s", "server_watches_queued",
+             "notifications_per_release", "wakeups_per_release", "rss_kb", "errors"]
+
+
+def scenarios_for(mode):
+    """The measurements of a mode: id, driver scenario, threads, processes, contenders."""
+    smoke = mode == "smoke"
+    t8 = 3 if smoke else 8
+    t16 = 4 if smoke else 16
+    all_raw = ["zkr", "curator", "kazoo", "raw-sync", "raw-pipelined", "raw-async"]
+    locks = ["zkr", "curator", "kazoo"]
+    out = [
+        dict(id="uncontended", scenario="uncontended", threads=1, procs=1, contenders=all_raw,
+             title="uncontended: 1 thread, 1 path"),
+        dict(id="contended-8x1", scenario="contended", threads=t8, procs=1, contenders=locks,
+             title="contended: %d threads, 1 process, 1 path" % t8),
+        dict(id="contended-4x2", scenario="contended", threads=2, procs=2 if smoke else 4, contenders=locks,
+             title="contended: %d processes x 2 threads, 1 path" % (2 if smoke else 4)),
+        dict(id="distinct-16", scenario="distinct", threads=t16, procs=1,
+             contenders=all_raw if smoke else ["zkr", "curator", "kazoo", "raw-sync", "raw-async"],
+             title="distinct: %d threads, each its own path, 1 client" % t16),
+        dict(id="shared-reads-8", scenario="shared-reads", threads=t8, procs=1, contenders=locks,
+             title="shared reads: %d threads, read lock of 1 rw lock" % t8),
+        dict(id="rw-mix-8", scenario="rw-mix", threads=t8, procs=1, contenders=locks, extra=["--write-percent", "10"],
+             title="rw mix: %d threads, 90%% reads / 10%% writes" % t8),
+    ]
+    herd_sizes = [3] if smoke else [10, 100, 1000]
+    for n in herd_sizes:
+        out.append(dict(id="herd-%d" % n, scenario="herd", waiters=n, threads=n + 1, procs=1, contenders=locks,
+                        title="herd: %d waiters queued on 1 path" % n))
+    return out
+
+
+# ---------------------------------------------------------------- small helpers
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def run_text(cmd, **kw):
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=30, **kw).stdout.strip()
+    except Exception:  # noqa: BLE001 - machine facts are best effort
+        return ""
+
+
+def loadavg():
+    try:
+        with open("/proc/loadavg") as f:
+            return float(f.read().split()[0])
+    except OSError:
+        return None
+
+
+def median(xs):
+    xs = [x for x in xs if isinstance(x, (int, float)) and not (isinstance(x, float) and math.isnan(x))]
+    return statistics.median(xs) if xs else None
+
+
+def percentile(sorted_xs, q):
+    if not sorted_xs:
+        return 0.0
+    i = min(len(sorted_xs) - 1, int(q * (len(sorted_xs) - 1) + 0.5))
+    return float(sorted_xs[i])
+
+
+# ---------------------------------------------------------------- servers
+
+class Servers:
+    """One standalone server per forceSync setting, each in its own directory."""
+
+    def __init__(self, settings):
+        self.settings = settings
+        self.base = tempfile.mkdtemp(prefix="zkr-bench-")
+        self.dirs = {}
+        self.connect = {}
+
+    def start(self):
+        env = dict(os.environ)
+        env.update(ZK_CONTAINER_CHECK_MS="60000", ZK_LOG_LEVEL="WARN", ZK_CLUSTER_OWNER_PID=str(os.getpid()),
+                   JAVA=SERVER_JAVA, ZKR_BENCH_REAL_JAVA=shutil.which("java") or "java")
+        for s in self.settings:
+            d = os.path.join(self.base, "forcesync-" + s)
+            env["ZK_FORCE_SYNC"] = s
+            r = subprocess.run([ZK_CLUSTER, "start", d, "1"], env=env, capture_output=True, text=True, timeout=120)
+            if r.returncode != 0:
+                raise RuntimeError("could not start a ZooKeeper server (forceSync=%s):\n%s" % (s, r.stderr))
+            self.dirs[s] = d
+            self.connect[s] = r.stdout.strip().splitlines()[-1]
+            log("bench: ZooKeeper forceSync=%s at %s" % (s, self.connect[s]))
+
+    def fourlw(self, s, word):
+        return run_text([ZK_CLUSTER, "4lw", self.dirs[s], "1", word])
+
+    def describe(self):
+        out = {}
+        for s, d in self.dirs.items():
+            info = {"connect": self.connect[s]}
+            try:
+                with open(os.path.join(d, "s1", "zoo.cfg")) as f:
+                    info["zoo_cfg"] = {k: v for k, _, v in (l.strip().partition("=") for l in f if "=" in l)
+                                       if k not in ("dataDir", "clientPort", "clientPortAddress")}
+            except OSError:
+                pass
+            try:
+                with open(os.path.join(d, "s1", "pid")) as f:
+                    pid = f.read().strip()
+                with open("/proc/%s/cmdline" % pid, "rb") as f:
+                    argv = f.read().split(b"\0")
+                info["jvm_flags"] = [a.decode() for a in argv if a.startswith((b"-X", b"-D"))][:12]
+            except OSError:
+                pass
+            srvr = self.fourlw(s, "srvr")
+            m = re.search(r"Zookeeper version: ([^,\n]+)", srvr)
+            info["version"] = m.group(1) if m else None
+            info["data_dir_fs"] = run_text(["df", "-T", d]).splitlines()[-1:] or None
+            out["forceSync=" + s] = info
+        return out
+
+    def destroy(self):
+        for d in self.dirs.values():
+            subprocess.run([ZK_CLUSTER, "destroy", d], capture_output=True, timeout=120)
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- machine
+
+def machine_info():
+    info = {"cores": os.cpu_count(), "kernel": platform.release(), "python": platform.python_version()}
+    lscpu = run_text(["lscpu"])
+    for key, name in (("Model name", "cpu_model"), ("CPU MHz", "cpu_mhz"), ("Hypervisor vendor", "hypervisor"),
+                      ("Thread(s) per core", "threads_per_core")):
+        m = re.search(r"^%s:\s*(.+)$" % re.escape(key), lscpu, re.M)
+        if m:
+            info[name] = m.group(1).strip()
+    try:
+        with open("/proc/meminfo") as f:
+            info["memory_gb"] = round(int(f.readline().split()[1]) / 1024 / 1024, 1)
+    except OSError:
+        pass
+    try:
+        with open("/etc/debian_version") as f:
+            info["debian"] = f.read().strip()
+    except OSError:
+        pass
+    info["gxx"] = run_text(["g++", "--version"]).splitlines()[0:1]
+    try:
+        info["java"] = subprocess.run(["java", "-version"], capture_output=True, text=True,
+                                      timeout=30).stderr.splitlines()[0]
+    except Exception:  # noqa: BLE001
+        info["java"] = None
+    info["kazoo"] = run_text([PYTHON, "-c", "import kazoo.version as v; print(v.__version__)"])
+    info["curator"] = run_text(["dpkg-query", "-W", "-f=${Version}", "libcurator-recipes-java"])
+    info["libzookeeper_mt"] = run_text(["dpkg-query", "-W", "-f=${Version}", "libzookeeper-mt2"])
+    commit = run_text(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"])
+    dirty = run_text(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"])
+    info["zkr_commit"] = commit + ("+dirty" if dirty else "")
+    return info
+
+
+def busy_processes():
+    """Other processes using CPU right now (top 5 by %CPU over their lifetime: a hint only)."""
+    out = run_text(["ps", "-eo", "pcpu,comm", "--sort=-pcpu", "--no-headers"])
+    return [l.strip() for l in out.splitlines()[:6]]
+
+
+def cpu_busy_since(prev):
+    """System-wide busy fraction since `prev` (/proc/stat), and the new sample."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    idle = fields[3] + fields[4]
+    total = sum(fields[:8])
+    if prev is None:
+        return None, (idle, total)
+    di, dt = idle - prev[0], total - prev[1]
+    return (1 - di / dt if dt else None), (idle, total)
+
+
+# ---------------------------------------------------------------- drivers
+
+class Drivers:
+    def __init__(self, bench_bin, java_prefix, alt_bin=None):
+        self.bench_bin = bench_bin
+        self.alt_bin = alt_bin
+        self.java_prefix = java_prefix.split()
+
+    def command(self, contender, scenario, connect, path, args):
+        if contender == "zkr-alt":  # another build of zkr (--zkr-alt-bin), for A/B runs of a library change
+            return [self.alt_bin, "zkr", scenario, connect, path] + args
+        if contender == "curator":
+            return self.java_prefix + ["curator", scenario, connect, path] + args
+        if contender == "kazoo":
+            return [PYTHON, KAZOO_DRIVER, "kazoo", scenario, connect, path] + args
+        return [self.bench_bin, contender, scenario, connect, path] + args
+
+    @staticmethod
+    def startup_allowance_ms(contender):
+        return {"curator": 6000, "kazoo": 3000}.get(contender, 1500)
+
+
+def validate(res, herd, smoke):
+    """Returns an error message, or None if the result is well-formed and successful."""
+    if not isinstance(res, dict):
+        return "output is not a JSON object"
+    for k in HERD_KEYS if herd else TIMED_KEYS:
+        if k not in res:
+            return "missing field %r" % k
+    if res.get("errors") != 0:
+        return "driver reported errors: %s" % res.get("error", res.get("errors"))
+    numeric = [k for k in (HERD_KEYS if herd else TIMED_KEYS) if k not in ("driver", "scenario")]
+    for k in numeric:
+        v = res[k]
+        if v is None and k in ("cpu_ms_per_1000", "wakeups_per_release"):
+            continue
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or (isinstance(v, float) and math.isnan(v)):
+            return "field %r is not a number: %r" % (k, v)
+        if v < 0:
+            return "field %r is negative: %r" % (k, v)
+    if herd:
+        if res["handoffs"] != res["waiters"]:
+            return "%d hand-offs for %d waiters" % (res["handoffs"], res["waiters"])
+    elif res["cycles"] <= 0:
+        return "no cycle completed in the measured window"
+    return None
+
+
+def run_one(drivers, case, contender, connect, path, o, timeout):
+    """Runs one measurement (several processes for procs > 1). Returns (result dict or None, error)."""
+    herd = case["scenario"] == "herd"
+    args = []
+    if herd:
+        args += ["--waiters", str(case["waiters"])]
+    warmup = o.jvm_warmup if contender == "curator" else o.warmup
+    if not herd:
+        args += ["--threads", str(case["threads"]), "--seconds", str(o.seconds), "--warmup", str(warmup)]
+    args += case.get("extra", [])
+    if contender == "kazoo" and case["scenario"] == "rw-mix":
+        args.append("--kazoo-fix-649")
+    procs = case.get("procs", 1)
+    for attempt in range(2):
+        extra = []
+        if procs > 1:
+            allowance = drivers.startup_allowance_ms(contender) * (attempt + 1)
+            start_at = int(time.time() * 1000) + allowance + int(warmup * 1000)
+            extra = ["--start-at", str(start_at), "--emit-latencies"]
+        children = []
+        try:
+            for _ in range(procs):
+                cmd = drivers.command(contender, case["scenario"], connect, path, args + extra)
+                children.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                                 start_new_session=True))
+            outs = []
+            deadline = time.monotonic() + timeout
+            for p in children:
+                try:
+                    out, err = p.communicate(timeout=max(1, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    return None, "timed out after %d s" % timeout
+                outs.append((p.returncode, out, err))
+        finally:
+            for p in children:
+                if p.poll() is None:
+                    try:
+                        os.killpg(p.pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                    p.wait()
+        results, late, error = [], False, None
+        for rc, out, err in outs:
+            lines = [l for l in out.splitlines() if l.strip()]
+            if "after --start-at" in err:
+                late = True
+            try:
+                res = json.loads(lines[-1]) if lines else None
+            except ValueError:
+                res = None
+            if res is None:
+                error = "exit %d, no JSON line; stderr: %s" % (rc, err.strip()[-400:])
+                break
+            msg = validate(res, herd, o.mode == "smoke")
+            if msg is None and rc != 0:
+                msg = "exit status %d" % rc
+            if msg:
+                error = msg + ("; stderr: " + err.strip()[-300:] if err.strip() else "")
+                break
+            results.append(res)
+        if late and attempt == 0:
+            log("bench: a %s process was late for --start-at; once more with more time" % contender)
+            continue
+        if error:
+            return None, error
+        return merge(results), None
+    return None, "late for --start-at twice"
+
+
+def merge(results):
+    """One result from the processes of one measurement."""
+    if len(results) == 1:
+        r = dict(results[0])
+        r.pop("latencies_us", None)
+        return r
+    lat = sorted(x for r in results for x in r.get("latencies_us", []))
+    cycles = sum(r["cycles"] for r in results)
+    cpu = sum(r["cpu_s"] for r in results)
+    out = dict(results[0])
+    out.pop("latencies_us", None)
+    out.update(procs=len(results), threads=sum(r["threads"] for r in results), cycles=cycles,
+               cycles_per_s=sum(r["cycles_per_s"] for r in results),
+               p50_us=percentile(lat, 0.5), p99_us=percentile(lat, 0.99), cpu_s=cpu,
+               cpu_ms_per_1000=(cpu * 1e3 / cycles * 1000) if cycles else None,
+               rss_kb=max(r["rss_kb"] for r in results), rss_kb_total=sum(r["rss_kb"] for r in results))
+    return out
+
+
+# ---------------------------------------------------------------- the run
+
+def plan(o, cases):
+    """(round, setting, case, contender) in run order: interleaved, rotated each round."""
+    steps = []
+    for rnd in range(o.rounds):
+        settings = o.settings if rnd % 2 == 0 else list(reversed(o.settings))
+        for s in settings:
+            for case in cases:
+                if case["id"] == "herd-1000" and not (rnd < o.big_herd_rounds and s == o.settings[0]):
+                    continue
+                cs = case["contenders"]
+                k = rnd % len(cs)
+                for c in cs[k:] + cs[:k]:
+                    steps.append((rnd, s, case, c))
+    return steps
+
+
+def summarize(o, cases, runs):
+    med = {}
+    for s in o.settings:
+        med[s] = {}
+        for case in cases:
+            med[s][case["id"]] = {}
+            for c in case["contenders"]:
+                ok = [r["result"] for r in runs if r["setting"] == s and r["case"] == case["id"]
+                      and r["contender"] == c and r["result"]]
+                if not ok:
+                    continue
+                m = {"rounds": len(ok)}
+                for k in ok[0]:
+                    if k in ("driver", "scenario", "error", "patched"):
+                        continue
+                    v = median([r.get(k) for r in ok])
+                    if v is not None:
+                        m[k] = v
+                if any(r.get("patched") for r in ok):
+                    m["patched"] = ok[0]["patched"]
+                med[s][case["id"]][c] = m
+    return med
+
+
+def ratio(a, b):
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+def paired_ratio(runs, s, case, peer, key):
+    """Median over rounds of zkr's figure / the peer's figure in the same round (the two ran
+    minutes apart at most, under the same load: steadier than the ratio of the medians)."""
+    by_round = {}
+    for r in runs:
+        if r["setting"] == s and r["case"] == case and r["result"] and r["contender"] in ("zkr", peer):
+            by_round.setdefault(r["round"], {})[r["contender"]] = r["result"].get(key)
+    return median([ratio(v.get("zkr"), v.get(peer)) for v in by_round.values()])
+
+
+def goals(o, med, runs):
+    out = []
+
+    def get(s, case, c, k):
+        return med.get(s, {}).get(case, {}).get(c, {}).get(k)
+
+    for s in o.settings:
+        def g(name, case, peer, key, target, higher=True):
+            r = ratio(get(s, case, "zkr", key), get(s, case, peer, key))
+            met = None if r is None else (r >= target if higher else r <= target)
+            out.append({"setting": s, "goal": name, "ratio": r, "target": ("≥ " if higher else "≤ ") + "%g" % target,
+                        "met": met, "paired": paired_ratio(runs, s, case, peer, key)})
+
+        g("uncontended cycles/s vs Curator", "uncontended", "curator", "cycles_per_s", 2.0)
+        g("uncontended cycles/s vs raw pipelined", "uncontended", "raw-pipelined", "cycles_per_s", 1.0)
+        g("contended 8x1 cycles/s vs Curator", "contended-8x1", "curator", "cycles_per_s", 1.5)
+        g("contended 4x2 cycles/s vs Curator", "contended-4x2", "curator", "cycles_per_s", 1.5)
+        g("distinct cycles/s vs raw async (16 in flight)", "distinct-16", "raw-async", "cycles_per_s", 0.9)
+        g("shared reads cycles/s vs Curator", "shared-reads-8", "curator", "cycles_per_s", 1.3)
+        for case in ("uncontended", "contended-8x1", "contended-4x2", "distinct-16", "shared-reads-8", "rw-mix-8"):
+            g("CPU per cycle vs Curator (%s)" % case, case, "curator", "cpu_ms_per_1000", 0.2, higher=False)
+        herds = sorted((int(c.split("-")[1]), c) for c in med.get(s, {}) if c.startswith("herd-")
+                       and "zkr" in med[s][c])
+        if herds:
+            wake = [get(s, c, "zkr", "wakeups_per_release") for _, c in herds]
+            out.append({"setting": s, "goal": "one wake-up per release at N = %s" % ", ".join(str(n) for n, _ in herds),
+                        "ratio": max(w for w in wake if w is not None) if any(w is not None for w in wake) else None,
+                        "target": "= 1", "met": all(w is not None and abs(w - 1) < 1e-9 for w in wake)})
+            lo, hi = herds[0][1], herds[-1][1]
+            r = ratio(get(s, hi, "zkr", "handoff_p50_us"), get(s, lo, "zkr", "handoff_p50_us"))
+            out.append({"setting": s, "goal": "hand-off p50 flat in N (N=%d vs N=%d)" % (herds[-1][0], herds[0][0]),
+                        "ratio": r, "target": "≤ 1.5", "met": None if r is None else r <= 1.5})
+            r = ratio(get(s, hi, "zkr", "handoff_last_tenth_us"), get(s, hi, "zkr", "handoff_first_tenth_us"))
+            out.append({"setting": s, "goal": "hand-off flat in queue position at N=%d (last/first tenth)" % herds[-1][0],
+                        "ratio": r, "target": "≤ 1.5", "met": None if r is None else r <= 1.5})
+    return out
+
+
+# ---------------------------------------------------------------- reporting
+
+def fmt(v, digits=0, scale=1.0):
+    if v is None:
+        return "–"
+    v = v * scale
+    if digits == 0:
+        return "{:,.0f}".format(v)
+    return "{:,.{d}f}".format(v, d=digits)
+
+
+def fmt_ratio(r):
+    return "–" if r is None else "%.2f×" % r
+
+
+def tables(o, cases, med, goal_list, failures):
+    lines = []
+    for s in o.settings:
+        lines.append("### forceSync=%s\n" % s)
+        lines.append("| scenario | contender | cycles/s | p50 ms | p99 ms | CPU ms / 1000 cycles | peak RSS MB "
+                     "| zkr/peer cycles/s | zkr/peer CPU per cycle |")
+        lines.append("|---|---|--:|--:|--:|--:|--:|--:|--:|")
+        for case in cases:
+            if case["scenario"] == "herd":
+                continue
+            m = med[s].get(case["id"], {})
+            z = m.get("zkr", {})
+            first = True
+            for c in case["contenders"]:
+                r = m.get(c)
+                name = LABELS[c] + (" (#650 fix)" if r and r.get("patched") else "")
+                if r is None:
+                    lines.append("| %s | %s | failed | | | | | | |" % (case["title"] if first else "", name))
+                    first = False
+                    continue
+                cr = "" if c == "zkr" else fmt_ratio(ratio(z.get("cycles_per_s"), r.get("cycles_per_s")))
+                cpu = "" if c == "zkr" else fmt_ratio(ratio(z.get("cpu_ms_per_1000"), r.get("cpu_ms_per_1000")))
+                lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                    case["title"] if first else "", ("**%s**" % name) if c == "zkr" else name,
+                    fmt(r.get("cycles_per_s")), fmt(r.get("p50_us"), 2, 1e-3), fmt(r.get("p99_us"), 2, 1e-3),
+                    fmt(r.get("cpu_ms_per_1000")), fmt(r.get("rss_kb"), 1, 1 / 1024), cr, cpu))
+                first = False
+        lines.append("")
+        herd_cases = [c for c in cases if c["scenario"] == "herd" and med[s].get(c["id"])]
+        if herd_cases:
+            lines.append("| herd | contender | hand-off p50 ms | p99 ms | first / last tenth of the queue, mean ms "
+                         "| wake-ups / release | server notifications / release | watches while queued | queueing s | rounds |")
+            lines.append("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|")
+            for case in herd_cases:
+                first = True
+                for c in case["contenders"]:
+                    r = med[s][case["id"]].get(c)
+                    if r is None:
+                        continue
+                    lines.append("| %s | %s | %s | %s | %s / %s | %s | %s | %s | %s | %d |" % (
+                        "N = %d" % case["waiters"] if first else "", ("**%s**" % LABELS[c]) if c == "zkr" else LABELS[c],
+                        fmt(r.get("handoff_p50_us"), 2, 1e-3), fmt(r.get("handoff_p99_us"), 2, 1e-3),
+                        fmt(r.get("handoff_first_tenth_us"), 2, 1e-3), fmt(r.get("handoff_last_tenth_us"), 2, 1e-3),
+                        fmt(r.get("wakeups_per_release"), 2) if r.get("wakeups_per_release") is not None else "n/a",
+                        fmt(r.get("notifications_per_release"), 2), fmt(r.get("server_watches_queued")),
+                        fmt(r.get("queue_s"), 2), r["rounds"]))
+                    first = False
+            lines.append("")
+    if goal_list:
+        lines.append("### Goals (ratios zkr / peer)\n")
+        lines.append("'measured' is the ratio of the medians above (and decides 'met'); 'paired' is the median over "
+                     "rounds of the ratio within each round, where both ran under the same load.\n")
+        lines.append("| forceSync | goal | measured | paired | target | met |")
+        lines.append("|---|---|--:|--:|--:|:-:|")
+        for g in goal_list:
+            plain = "=" in g["target"] and "≤" not in g["target"] and "≥" not in g["target"]
+            meas = "–" if g["ratio"] is None else ("%.2f" % g["ratio"] if plain else fmt_ratio(g["ratio"]))
+            paired = "" if g.get("paired") is None else fmt_ratio(g["paired"])
+            lines.append("| %s | %s | %s | %s | %s | %s |" % (g["setting"], g["goal"], meas, paired, g["target"],
+                                                              {True: "yes", False: "**no**", None: "–"}[g["met"]]))
+        lines.append("")
+    if failures:
+        lines.append("### Failed runs\n")
+        for f in failures:
+            lines.append("- forceSync=%s %s %s round %d: %s" % (f["setting"], f["case"], f["contender"], f["round"] + 1,
+                                                                f["error"]))
+        lines.append("")
+    return "\n".join(lines)
+
+
+def chart(o, cases, med, path):
+    gnuplot = shutil.which("gnuplot")
+    if not gnuplot:
+        log("bench: gnuplot not found (apt-get install gnuplot-nox): no chart")
+        return False
+    work = tempfile.mkdtemp(prefix="zkr-bench-chart-")
+    try:
+        timed = [c for c in cases if c["scenario"] != "herd"]
+        shown = [c for c in CONTENDERS if any(c in case["contenders"] for case in cases)]
+        short = {"uncontended": "uncontended", "contended-8x1": "contend. 8x1", "contended-4x2": "contend. 4x2",
+                 "distinct-16": "distinct 16", "shared-reads-8": "shared reads", "rw-mix-8": "rw mix"}
+        for s in o.settings:
+            for key, fname in (("cycles_per_s", "cps"), ("cpu_ms_per_1000", "cpu")):
+                with open(os.path.join(work, "%s-%s.dat" % (fname, s)), "w") as f:
+                    f.write("scenario " + " ".join('"%s"' % LABELS[c] for c in shown) + "\n")
+                    for case in timed:
+                        row = ['"%s"' % short.get(case["id"], case["id"])]
+                        for c in shown:
+                            v = med[s].get(case["id"], {}).get(c, {}).get(key)
+                            row.append("-" if v is None else "%.3f" % v)
+                        f.write(" ".join(row) + "\n")
+        herd_ns = sorted(c["waiters"] for c in cases if c["scenario"] == "herd")
+        s0 = o.settings[0]
+        with open(os.path.join(work, "herd.dat"), "w") as f:
+            f.write("N zkr curator kazoo\n")
+            for n in herd_ns:
+                row = [str(n)]
+                for c in ("zkr", "curator", "kazoo"):
+                    v = med[s0].get("herd-%d" % n, {}).get(c, {}).get("handoff_p50_us")
+                    row.append("-" if v is None else "%.4f" % (v / 1e3))
+                f.write(" ".join(row) + "\n")
+        colors = ["#d62728", "#ff9896", "#1f77b4", "#2ca02c", "#bbbbbb", "#888888", "#444444"]
+        ncol = len(shown)
+        plots = []
+        for i, s in enumerate(o.settings):
+            plots.append((i, "cps-%s.dat" % s, "lock cycles/s, forceSync=%s (higher is better)" % s, "cycles/s"))
+        plots.append((len(plots), "cpu-%s.dat" % s0, "client CPU ms per 1000 cycles, forceSync=%s (lower is better)" % s0,
+                      "CPU ms / 1000 cycles"))
+        script = [
+            'set terminal pngcairo size 1400,900 font "DejaVu Sans,9"',
+            'set output "%s"' % path,
+            'set datafile missing "-"',
+            "set multiplot layout 2,2",
+            "set style data histograms",
+            "set style histogram clustered gap 1",
+            "set style fill solid 0.9 border -1",
+            "set boxwidth 0.9",
+            "set grid ytics",
+            "set key top right font ',8'",
+            "set xtics nomirror scale 0 font ',8'",
+            "set yrange [0:*]",
+        ]
+        for _, dat, title, ylabel in plots:
+            script.append('set title "%s"' % title)
+            script.append('set ylabel "%s"' % ylabel)
+            parts = []
+            for j in range(ncol):
+                parts.append('"%s" using %d:xtic(1) title columnheader(%d) lc rgb "%s"' % (
+                    os.path.join(work, dat), j + 2, j + 2, colors[CONTENDERS.index(shown[j])]))
+            script.append("plot " + ", \\\n  ".join(parts))
+        if len(o.settings) == 1:
+            script.append("set multiplot next")
+        script += [
+            "set style data linespoints",
+            "set logscale xy",
+            "set yrange [0.3:*]",
+            "set xrange [7:1500]" if herd_ns else "",
+            "set xtics (%s)" % ", ".join('"%d" %d' % (n, n) for n in herd_ns) if herd_ns else "",
+            'set title "herd: hand-off latency p50 vs waiters N, forceSync=%s (flat is better)"' % s0,
+            'set xlabel "waiters queued (N)"',
+            'set ylabel "release -> next holder, ms"',
+            'plot "%s" using 1:2 title "zkr" lw 2 pt 7 lc rgb "%s", "" using 1:3 title "Curator 5.4" lw 2 pt 5 lc rgb "%s", '
+            '"" using 1:4 title "kazoo 2.8" lw 2 pt 9 lc rgb "%s"' % (os.path.join(work, "herd.dat"), colors[0], colors[2],
+                                                                      colors[3]),
+            "unset multiplot",
+        ]
+        with open(os.path.join(work, "chart.gp"), "w") as f:
+            f.write("\n".join(script) + "\n")
+        r = subprocess.run([gnuplot, os.path.join(work, "chart.gp")], capture_output=True, text=True, timeout=60)
+        if r.returncode != 0:
+            log("bench: gnuplot failed: %s" % r.stderr[-500:])
+            return False
+        return True
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- main
+
+def parse(argv):
+    p = argparse.ArgumentParser(prog="bench/run.sh", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--quick", action="store_const", dest="mode", const="quick")
+    mode.add_argument("--smoke", action="store_const", dest="mode", const="smoke")
+    p.add_argument("--bench-bin")
+    p.add_argument("--java-prefix", help="the command prefix that runs CuratorBench")
+    p.add_argument("--replot", metavar="JSON", help="only redraw the chart and the tables of a results file "
+                                                   "into --out-dir (no run)")
+    p.add_argument("--out-dir", default=os.path.join(HERE, "results"))
+    p.add_argument("--rounds", type=int)
+    p.add_argument("--seconds", type=float)
+    p.add_argument("--warmup", type=float, help="seconds of cycles before each measured window")
+    p.add_argument("--jvm-warmup", type=float, help="the same for the JVM (Curator): its JIT compiles meanwhile")
+    p.add_argument("--settings", help="forceSync settings, comma-separated (no,yes)")
+    p.add_argument("--only", help="scenario ids, comma-separated (e.g. uncontended,herd-100)")
+    p.add_argument("--contenders", help="contenders, comma-separated")
+    p.add_argument("--big-herd-rounds", type=int, help="rounds with N=1000 in the herd (first setting only)")
+    p.add_argument("--zkr-alt-bin", help="a zkr_bench built from a changed zkr: runs as contender 'zkr-alt' "
+                                         "right after 'zkr' in every scenario (A/B of a library change)")
+    p.add_argument("--zkr-alt-label", default="zkr (alt build)", help="its name in the tables")
+    o = p.parse_args(argv)
+    o.mode = o.mode or "full"
+    defaults = {"full": (3, 2.0, 1.0, "no,yes", 1, 3.0), "quick": (3, 1.0, 0.5, "no,yes", 0, 1.5),
+                "smoke": (1, 0.3, 0.2, "no", 1, 0.3)}[o.mode]
+    o.rounds = o.rounds or defaults[0]
+    o.seconds = o.seconds or defaults[1]
+    o.warmup = defaults[2] if o.warmup is None else o.warmup
+    o.settings = (o.settings or defaults[3]).split(",")
+    o.big_herd_rounds = defaults[4] if o.big_herd_rounds is None else o.big_herd_rounds
+    o.jvm_warmup = defaults[5] if o.jvm_warmup is None else o.jvm_warmup
+    if any(s not in ("no", "yes") for s in o.settings):
+        p.error("--settings takes no and/or yes")
+    if not o.replot and not (o.bench_bin and o.java_prefix):
+        p.error("--bench-bin and --java-prefix are needed (bench/run.sh passes them)")
+    return o
+
+
+def replot(o):
+    with open(o.replot) as f:
+        doc = json.load(f)
+    o.settings = doc["config"]["settings"]
+    cases = doc["config"]["scenarios"]
+    for c in cases:
+        c["title"] = next((x["title"] for x in scenarios_for(doc["mode"]) if x["id"] == c["id"]), c["id"])
+        if "zkr-alt" in c["contenders"]:
+            LABELS["zkr-alt"] = doc["config"].get("zkr_alt_label", LABELS["zkr-alt"])
+    failures = [r for r in doc["runs"] if r.get("error")]
+    text = tables(o, cases, doc["medians"], doc["goals"], failures)
+    os.makedirs(o.out_dir, exist_ok=True)
+    with open(os.path.join(o.out_dir, "latest.md"), "w") as f:
+        f.write(text + "\n")
+    ok = chart(o, cases, doc["medians"], os.path.join(o.out_dir, "chart.png"))
+    print(text)
+    return 0 if ok else 1
+
+
+def main(argv):
+    o = parse(argv)
+    if o.replot:
+        return replot(o)
+    cases = scenarios_for(o.mode)
+    if o.big_herd_rounds == 0:
+        cases = [c for c in cases if c["id"] != "herd-1000"]
+    if o.only:
+        wanted = o.only.split(",")
+        cases = [c for c in cases if c["id"] in wanted or c["scenario"] in wanted]
+    if o.contenders:
+        keep = o.contenders.split(",")
+        for c in cases:
+            c["contenders"] = [x for x in c["contenders"] if x in keep]
+        cases = [c for c in cases if c["contenders"]]
+    if o.zkr_alt_bin:
+        LABELS["zkr-alt"] = o.zkr_alt_label
+        for c in cases:
+            c["contenders"] = ["zkr", "zkr-alt"] + [x for x in c["contenders"] if x != "zkr"]
+    drivers = Drivers(o.bench_bin, o.java_prefix, o.zkr_alt_bin)
+    os.makedirs(o.out_dir, exist_ok=True)
+    started = time.time()
+    machine = machine_info()
+    machine["busy_processes_at_start"] = busy_processes()
+    machine["loadavg_at_start"] = loadavg()
+    servers = Servers(o.settings)
+    runs, failures = [], []
+    steps = plan(o, cases)
+
+    def on_signal(signum, _frame):
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGHUP, on_signal)
+    try:
+        servers.start()
+        machine["servers"] = servers.describe()
+        _, cpu_sample = cpu_busy_since(None)
+        log("bench: %s run, %d measurements (%d rounds, forceSync=%s, %.1f s each after %.1f s warm-up, %.1f s for the JVM)"
+            % (o.mode, len(steps), o.rounds, "/".join(o.settings), o.seconds, o.warmup, o.jvm_warmup))
+        for i, (rnd, s, case, c) in enumerate(steps, 1):
+            path = "/zkr-bench/%s/r%d/%s/%s" % (s, rnd, case["id"], c)
+            timeout = 900 if case["scenario"] == "herd" else int(o.seconds + max(o.warmup, o.jvm_warmup) + 120)
+            la = loadavg()
+            t0 = time.monotonic()
+            res, err = run_one(drivers, case, c, servers.connect[s], path, o, timeout)
+            busy, cpu_sample = cpu_busy_since(cpu_sample)
+            rec = {"round": rnd, "setting": s, "case": case["id"], "contender": c, "wall_s": round(time.monotonic() - t0, 2),
+                   "loadavg_before": la, "system_cpu_busy": None if busy is None else round(busy, 3), "result": res}
+            if err:
+                rec["error"] = err
+                failures.append(rec)
+            runs.append(rec)
+            if res and case["scenario"] == "herd":
+                brief = "hand-off p50 %.2f ms, wake-ups/release %s" % (
+                    res["handoff_p50_us"] / 1e3, res["wakeups_per_release"])
+            elif res:
+                brief = "%.0f cycles/s, p50 %.2f ms, CPU %.0f ms/1000" % (
+                    res["cycles_per_s"], res["p50_us"] / 1e3, res["cpu_ms_per_1000"] or 0)
+            else:
+                brief = "FAILED: " + err
+            log("bench: [%d/%d] round %d forceSync=%s %-15s %-14s %s" % (i, len(steps), rnd + 1, s, case["id"], c, brief))
+    finally:
+        servers.destroy()
+    wall = time.time() - started
+    machine["loadavg_at_end"] = loadavg()
+    machine["busy_processes_at_end"] = busy_processes()
+    busy = [r["system_cpu_busy"] for r in runs if r.get("system_cpu_busy") is not None]
+    machine["system_cpu_busy_median"] = median(busy)
+
+    med = summarize(o, cases, runs)
+    goal_list = goals(o, med, runs) if o.mode != "smoke" else []
+    text = tables(o, cases, med, goal_list, failures)
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    doc = {"generated": datetime.datetime.now().isoformat(timespec="seconds"), "mode": o.mode, "wall_s": round(wall, 1),
+           "config": {"rounds": o.rounds, "seconds": o.seconds, "warmup": o.warmup, "jvm_warmup": o.jvm_warmup,
+                      "settings": o.settings,
+                      "scenarios": [{k: v for k, v in c.items() if k != "title"} for c in cases],
+                      "java_prefix": o.java_prefix, "bench_bin": o.bench_bin, "zkr_alt_bin": o.zkr_alt_bin,
+                      "zkr_alt_label": o.zkr_alt_label},
+           "machine": machine, "medians": med, "goals": goal_list, "runs": runs,
+           "failures": len(failures)}
+    with open(os.path.join(o.out_dir, "results-%s.json" % stamp), "w") as f:
+        json.dump(doc, f, indent=1)
+    with open(os.path.join(o.out_dir, "latest.json"), "w") as f:
+        json.dump(doc, f, indent=1)
+    with open(os.path.join(o.out_dir, "machine.json"), "w") as f:
+        json.dump(machine, f, indent=1)
+    with open(os.path.join(o.out_dir, "latest.md"), "w") as f:
+        f.write(text + "\n")
+    png = os.path.join(o.out_dir, "chart.png")
+    have_chart = o.mode != "smoke" and chart(o, cases, med, png)
+    print(text)
+    print("Machine: %s cores, %s; load average %.2f at start, %.2f at end; system CPU busy (median over runs) %s" % (
+        machine.get("cores"), machine.get("cpu_model"), machine.get("loadavg_at_start") or 0,
+        machine.get("loadavg_at_end") or 0,
+        "–" if machine["system_cpu_busy_median"] is None else "%.0f%%" % (100 * machine["system_cpu_busy_median"])))
+    print("Wrote %s/latest.json, results-%s.json, machine.json, latest.md%s (run took %.0f s)" % (
+        o.out_dir, stamp, ", chart.png" if have_chart else "", wall))
+    if failures:
+        print("%d measurement(s) FAILED" % len(failures))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The `java` that bench/run.sh hands to integration/zk-cluster.sh (its JAVA override): the same
+# command line, with the test harness's start-up-oriented flags (C1 compiler only, 96 MB heap)
+# replaced by a server's (the C2 compiler, a 512 MB heap). Everything else is zk-cluster.sh's.
+args=()
+for a in "$@"; do
+    case $a in
+    -XX:TieredStopAtLevel=*) ;;
+    -Xmx*) args+=(-Xmx512m) ;;
+    -Xms*) args+=(-Xms128m) ;;
+    *) args+=("$a") ;;
+    esac
+done
+exec "${ZKR_BENCH_REAL_JAVA:-java}" "${args[@]}"

@@ -1,0 +1,829 @@
+// zkr_bench — the C++ side of zkr's benchmark: zkr's locks, and the raw ZooKeeper C client
+// (libzookeeper_mt) as the floor and the ceiling of what one session can do.
+//
+//   zkr_bench DRIVER SCENARIO CONNECT PATH [options]      prints one JSON line, exit 0 on success
+//
+// Drivers:
+//   zkr            zkr::mutex / zkr::shared_mutex, one zkr::client for the whole process
+//   raw-sync       synchronous create(EPHEMERAL_SEQUENTIAL) + get_children + delete: 3 round trips
+//   raw-pipelined  create and get_children sent back to back (async), waited for together; the
+//                  delete sent without waiting (ordered before the next create): 1 round trip
+//   raw-async      like raw-pipelined, but all in completion callbacks, --threads cycles in flight
+//                  on one session (no thread hand-offs at all): the ceiling of one session
+// Scenarios (the Java and Python drivers accept the same):
+//   uncontended    1 thread acquiring and releasing PATH
+//   contended      --threads threads on PATH (in this process; run.sh starts several processes
+//                  with --start-at for the multi-process variant)
+//   distinct       --threads threads, each on its own path PATH/t<i>
+//   shared-reads   --threads threads taking the read lock of the read/write lock PATH
+//   rw-mix         --threads threads, each cycle a write with probability --write-percent, else a read
+//   herd           one holder, --waiters threads queued behind it on PATH; then the chain of
+//                  hand-offs: each waiter takes the lock and releases it at once
+// The raw drivers do uncontended and distinct only (they have no waiting).
+//
+// Options:
+//   --threads T         worker threads (raw-async: cycles in flight)            [1]
+//   --seconds S         measured time                                            [3]
+//   --warmup W          seconds of cycles before the measured window            [1]
+//   --start-at MS       start the measured window at this wall-clock time (ms since the epoch)
+//                       instead of after --warmup (several processes measured together)
+//   --emit-latencies    add every latency sample (µs) to the output, for merging
+//   --write-percent P   rw-mix: share of writes                                  [10]
+//   --waiters N         herd: waiters                                            [10]
+//   --seed N            rw-mix: random seed                                      [1]
+//   --resolve-delay MS  raw drivers: zoo_set_servers_resolution_delay(MS) (-1: never re-resolve);
+//                       default 0, the C client's own default: re-resolve on every I/O loop turn
+//
+// A cycle is acquire + release, measured from the call to acquire to the return of release. Output
+// (one line): cycles in the window, cycles_per_s, p50_us, p99_us, cpu_s (user+sys of this
+// process, getrusage, over the window), cpu_ms_per_1000 (ms of CPU per 1000 cycles), rss_kb
+// (peak RSS of this process), errors. herd prints hand-off figures instead.
+#include <zkr/zkr.hpp>
+
+#ifndef THREADED
+#define THREADED
+#endif
+#include <zookeeper/zookeeper.h>
+
+#include <netdb.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+// ------------------------------------------------------------------ options
+
+struct options {
+    std::string driver, scenario, connect, path;
+    int threads = 1;
+    double seconds = 3;
+    double warmup = 1;
+    std::optional<std::int64_t> start_at_ms;
+    bool emit_latencies = false;
+    int write_percent = 10;
+    int waiters = 10;
+    std::uint64_t seed = 1;
+    int resolve_delay_ms = 0;  // raw drivers: zoo_set_servers_resolution_delay (0: the C client's default)
+};
+
+[[noreturn]] void usage(const std::string& why) {
+    std::fprintf(stderr,
+                 "zkr_bench: %s\n"
+                 "usage: zkr_bench zkr|raw-sync|raw-pipelined|raw-async "
+                 "uncontended|contended|distinct|shared-reads|rw-mix|herd CONNECT PATH\n"
+                 "       [--threads T] [--seconds S] [--warmup W] [--start-at MS] [--emit-latencies]\n"
+                 "       [--write-percent P] [--waiters N] [--seed N] [--resolve-delay MS]\n",
+                 why.c_str());
+    std::exit(2);
+}
+
+options parse(int argc, char** argv) {
+    options o;
+    std::vector<std::string> pos;
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        auto value = [&]() -> std::string {
+            if (i + 1 >= argc) usage("missing value for " + a);
+            return argv[++i];
+        };
+        try {
+            if (a == "--threads") o.threads = std::stoi(value());
+            else if (a == "--seconds") o.seconds = std::stod(value());
+            else if (a == "--warmup") o.warmup = std::stod(value());
+            else if (a == "--start-at") o.start_at_ms = std::stoll(value());
+            else if (a == "--emit-latencies") o.emit_latencies = true;
+            else if (a == "--write-percent") o.write_percent = std::stoi(value());
+            else if (a == "--waiters") o.waiters = std::stoi(value());
+            else if (a == "--seed") o.seed = std::stoull(value());
+            else if (a == "--resolve-delay") o.resolve_delay_ms = std::stoi(value());
+            else if (a.rfind("--", 0) == 0) usage("unknown option " + a);
+            else pos.push_back(a);
+        } catch (const std::logic_error&) {
+            usage("bad value for " + a);
+        }
+    }
+    if (pos.size() != 4) usage("expected DRIVER SCENARIO CONNECT PATH");
+    o.driver = pos[0];
+    o.scenario = pos[1];
+    o.connect = pos[2];
+    o.path = pos[3];
+    if (o.threads < 1 || o.seconds <= 0 || o.warmup < 0 || o.waiters < 1 || o.write_percent < 0 || o.write_percent > 100)
+        usage("out-of-range option");
+    if (o.scenario == "uncontended" && o.threads != 1) usage("uncontended runs 1 thread");
+    if (o.path.size() < 2 || o.path[0] != '/' || o.path.back() == '/') usage("PATH must be an absolute znode path");
+    return o;
+}
+
+// ------------------------------------------------------------------ measuring
+
+double cpu_seconds() {
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    auto tv = [](const timeval& t) { return double(t.tv_sec) + double(t.tv_usec) / 1e6; };
+    return tv(ru.ru_utime) + tv(ru.ru_stime);
+}
+
+long peak_rss_kb() {
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss;
+}
+
+std::int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now().time_since_epoch()).count();
+}
+
+double percentile_us(std::vector<std::int64_t> ns, double q) {
+    if (ns.empty()) return 0;
+    std::sort(ns.begin(), ns.end());
+    auto i = static_cast<std::size_t>(q * double(ns.size() - 1) + 0.5);
+    return double(ns[std::min(i, ns.size() - 1)]) / 1e3;
+}
+
+std::string json_escape(const std::string& s) {
+    std::string out;
+    for (char c : s) {
+        if (c == '"' || c == '\\') out += '\\', out += c;
+        else if (static_cast<unsigned char>(c) < 0x20) out += ' ';
+        else out += c;
+    }
+    return out;
+}
+
+/// One line of JSON: fields in insertion order.
+class json_line {
+public:
+    json_line& num(const std::string& k, double v) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%.6g", v);
+        return raw(k, buf);
+    }
+    json_line& integer(const std::string& k, std::int64_t v) { return raw(k, std::to_string(v)); }
+    json_line& str(const std::string& k, const std::string& v) { return raw(k, "\"" + json_escape(v) + "\""); }
+    json_line& null(const std::string& k) { return raw(k, "null"); }
+    json_line& raw(const std::string& k, const std::string& v) {
+        out_ << (first_ ? "{" : ", ") << '"' << k << "\": " << v;
+        first_ = false;
+        return *this;
+    }
+    std::string done() { return out_.str() + "}"; }
+
+private:
+    std::ostringstream out_;
+    bool first_ = true;
+};
+
+json_line header(const options& o) {
+    json_line j;
+    j.str("driver", o.driver).str("scenario", o.scenario).integer("threads", o.threads);
+    return j;
+}
+
+/// The measured window: [t0, t1]. Cycles ending inside it count.
+struct window {
+    clock_type::time_point t0, t1;
+};
+
+window make_window(const options& o) {
+    auto now = clock_type::now();
+    window w;
+    if (o.start_at_ms) {
+        auto wall = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::system_clock::now().time_since_epoch())
+                        .count();
+        w.t0 = now + std::chrono::milliseconds(*o.start_at_ms - wall);
+        if (w.t0 < now)
+            throw std::runtime_error("ready " + std::to_string(wall - *o.start_at_ms) + " ms after --start-at");
+    } else {
+        w.t0 = now + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(o.warmup));
+    }
+    w.t1 = w.t0 + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(o.seconds));
+    return w;
+}
+
+/// Runs `wait` (joins); if it has not returned by `deadline`, reports the run as stuck and ends
+/// the process (a deadlocked lock must not hang the benchmark).
+void stuck_guard(clock_type::time_point deadline, const options& o, const std::function<void()>& wait) {
+    std::mutex m;
+    std::condition_variable cv;
+    bool done = false;
+    std::thread guard([&] {
+        std::unique_lock lock(m);
+        if (!cv.wait_until(lock, deadline, [&] { return done; })) {
+            std::printf("{\"driver\": \"%s\", \"scenario\": \"%s\", \"errors\": 1, "
+                        "\"error\": \"stuck: threads still in a cycle 20 s after the window\"}\n",
+                        o.driver.c_str(), o.scenario.c_str());
+            std::fflush(stdout);
+            std::_Exit(1);
+        }
+    });
+    wait();
+    {
+        std::lock_guard lock(m);
+        done = true;
+    }
+    cv.notify_all();
+    guard.join();
+}
+
+struct run_result {
+    std::vector<std::int64_t> latencies_ns;
+    double cpu_s = 0;
+    std::uint64_t errors = 0;
+    std::string first_error;
+};
+
+/// Runs `cycle(thread index, rng)` on `threads` threads until the window closes. `cycle` does one
+/// acquire + release and throws on failure. `prepare(i)` runs on each thread before its first cycle.
+run_result run_threads(const options& o, int threads, const std::function<void(int)>& prepare,
+                       const std::function<void(int, std::mt19937_64&)>& cycle) {
+    window w = make_window(o);
+    std::vector<std::vector<std::int64_t>> lat(threads);
+    std::atomic<bool> stop{false};
+    std::atomic<std::uint64_t> errors{0};
+    std::mutex error_mutex;
+    std::string first_error;
+    std::vector<std::thread> pool;
+    for (int i = 0; i < threads; ++i) {
+        pool.emplace_back([&, i] {
+            std::mt19937_64 rng(o.seed * 1000003 + std::uint64_t(i));
+            try {
+                if (prepare) prepare(i);
+                while (!stop.load(std::memory_order_relaxed)) {
+                    auto s = clock_type::now();
+                    if (s >= w.t1) break;
+                    cycle(i, rng);
+                    auto e = clock_type::now();
+                    if (e >= w.t0 && e <= w.t1) lat[i].push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(e - s).count());
+                }
+            } catch (const std::exception& e) {
+                ++errors;
+                stop = true;
+                std::lock_guard lock(error_mutex);
+                if (first_error.empty()) first_error = e.what();
+            }
+        });
+    }
+    std::this_thread::sleep_until(w.t0);
+    double cpu0 = cpu_seconds();
+    std::this_thread::sleep_until(w.t1);
+    double cpu1 = cpu_seconds();
+    stuck_guard(w.t1 + 20s, o, [&] {
+        for (auto& t : pool) t.join();
+    });
+    run_result r;
+    for (auto& v : lat) r.latencies_ns.insert(r.latencies_ns.end(), v.begin(), v.end());
+    r.cpu_s = cpu1 - cpu0;
+    r.errors = errors;
+    r.first_error = first_error;
+    return r;
+}
+
+std::string finish_timed(const options& o, const run_result& r, json_line j) {
+    auto cycles = static_cast<std::int64_t>(r.latencies_ns.size());
+    j.integer("procs", 1).num("seconds", o.seconds).integer("cycles", cycles).num("cycles_per_s", double(cycles) / o.seconds);
+    j.num("p50_us", percentile_us(r.latencies_ns, 0.50)).num("p99_us", percentile_us(r.latencies_ns, 0.99));
+    j.num("cpu_s", r.cpu_s);
+    if (cycles > 0) j.num("cpu_ms_per_1000", r.cpu_s * 1e3 / double(cycles) * 1000.0);
+    else j.null("cpu_ms_per_1000");
+    j.integer("rss_kb", peak_rss_kb()).integer("errors", static_cast<std::int64_t>(r.errors));
+    if (!r.first_error.empty()) j.str("error", r.first_error);
+    if (o.emit_latencies) {
+        std::string arr = "[";
+        for (std::size_t i = 0; i < r.latencies_ns.size(); ++i) {
+            if (i) arr += ',';
+            arr += std::to_string((r.latencies_ns[i] + 500) / 1000);
+        }
+        j.raw("latencies_us", arr + "]");
+    }
+    return j.done();
+}
+
+// ------------------------------------------------------------------ four-letter words
+
+/// Sends a four-letter word to the first server of the connect string; returns its reply.
+std::string four_letter(const std::string& connect, const std::string& word) {
+    std::string first = connect.substr(0, connect.find_first_of(",/"));
+    auto colon = first.rfind(':');
+    std::string host = colon == std::string::npos ? first : first.substr(0, colon);
+    std::string port = colon == std::string::npos ? "2181" : first.substr(colon + 1);
+    addrinfo hints{};
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* res = nullptr;
+    if (getaddrinfo(host.c_str(), port.c_str(), &hints, &res) != 0 || !res) throw std::runtime_error("4lw: cannot resolve " + first);
+    int fd = socket(res->ai_family, res->ai_socktype, res->ai_protocol);
+    if (fd < 0 || ::connect(fd, res->ai_addr, res->ai_addrlen) != 0) {
+        freeaddrinfo(res);
+        if (fd >= 0) close(fd);
+        throw std::runtime_error("4lw: cannot connect to " + first);
+    }
+    freeaddrinfo(res);
+    if (write(fd, word.data(), word.size()) != static_cast<ssize_t>(word.size())) {
+        close(fd);
+        throw std::runtime_error("4lw: write failed");
+    }
+    std::string reply;
+    char buf[4096];
+    for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) reply.append(buf, static_cast<std::size_t>(n));
+    close(fd);
+    return reply;
+}
+
+/// Watch notifications the server has triggered so far (mntr: the sums of the watch-count
+/// summaries of node created/deleted/changed/children events).
+std::int64_t server_notifications(const std::string& connect) {
+    std::istringstream in(four_letter(connect, "mntr"));
+    std::int64_t total = 0;
+    for (std::string line; std::getline(in, line);) {
+        auto tab = line.find('\t');
+        if (tab == std::string::npos) continue;
+        std::string key = line.substr(0, tab);
+        if (key.rfind("zk_sum_node_", 0) == 0 && key.size() > 12 && key.find("_watch_count") != std::string::npos)
+            total += std::stoll(line.substr(tab + 1));
+    }
+    return total;
+}
+
+/// Watches the server holds now (wchs: "Total watches:N").
+std::int64_t server_watches(const std::string& connect) {
+    std::string reply = four_letter(connect, "wchs");
+    auto at = reply.find("Total watches:");
+    return at == std::string::npos ? -1 : std::stoll(reply.substr(at + 14));
+}
+
+// ------------------------------------------------------------------ herd (any lock)
+
+struct herd_figures {
+    std::vector<std::int64_t> handoff_ns;  // in acquisition order
+    double queue_s = 0;
+    double chain_s = 0;
+    std::int64_t notifications = 0;
+    std::int64_t watches_queued = 0;
+    std::optional<std::int64_t> wakeups;
+};
+
+std::string herd_json(const options& o, const herd_figures& f) {
+    json_line j;
+    j.str("driver", o.driver).str("scenario", "herd").integer("threads", o.waiters + 1).integer("procs", 1);
+    j.integer("waiters", o.waiters).integer("handoffs", static_cast<std::int64_t>(f.handoff_ns.size()));
+    j.num("handoff_p50_us", percentile_us(f.handoff_ns, 0.5)).num("handoff_p99_us", percentile_us(f.handoff_ns, 0.99));
+    j.num("handoff_max_us", percentile_us(f.handoff_ns, 1.0));
+    // Mean hand-off of the first and the last tenth of the queue: flat in position if equal.
+    auto n = f.handoff_ns.size();
+    std::size_t tenth = std::max<std::size_t>(1, n / 10);
+    auto mean = [&](std::size_t from, std::size_t to) {
+        double s = 0;
+        for (auto i = from; i < to; ++i) s += double(f.handoff_ns[i]);
+        return to > from ? s / double(to - from) / 1e3 : 0.0;
+    };
+    j.num("handoff_first_tenth_us", mean(0, std::min(tenth, n))).num("handoff_last_tenth_us", mean(n - std::min(tenth, n), n));
+    j.num("queue_s", f.queue_s).num("chain_s", f.chain_s);
+    double releases = double(std::max<std::size_t>(1, n));
+    j.integer("server_watches_queued", f.watches_queued);
+    j.num("notifications_per_release", double(f.notifications) / releases);
+    if (f.wakeups) j.num("wakeups_per_release", double(*f.wakeups) / releases);
+    else j.null("wakeups_per_release");
+    j.integer("rss_kb", peak_rss_kb()).integer("errors", 0);
+    return j.done();
+}
+
+// ------------------------------------------------------------------ zkr
+
+struct exclusion_check {
+    std::atomic<int> writers{0}, readers{0};
+    void write_in() {
+        if (writers.fetch_add(1) != 0 || readers.load() != 0) throw std::runtime_error("mutual exclusion violated (write)");
+    }
+    void write_out() { writers.fetch_sub(1); }
+    void read_in() {
+        readers.fetch_add(1);
+        if (writers.load() != 0) throw std::runtime_error("mutual exclusion violated (read)");
+    }
+    void read_out() { readers.fetch_sub(1); }
+};
+
+void require_empty(zkr::client& c, const std::string& path) {
+    std::error_code ec;
+    auto r = c.get_children(path, ec);
+    if (!ec && !r.children.empty())
+        throw std::runtime_error(std::to_string(r.children.size()) + " node(s) left under " + path + " after the run");
+}
+
+int run_zkr(const options& o) {
+    zkr::client_options co;
+    co.connect = o.connect;
+    co.session_timeout = 10s;
+    zkr::client client(co);
+    client.wait_connected(15s);
+    const std::string& path = o.path;
+
+    if (o.scenario == "herd") {
+        herd_figures f;
+        zkr::mutex holder(client, path);
+        holder.lock();
+        std::atomic<std::int64_t> release_ns{0};
+        std::atomic<int> order{0};
+        std::vector<std::int64_t> handoff(static_cast<std::size_t>(o.waiters));
+        std::atomic<bool> failed{false};
+        std::vector<std::thread> pool;
+        auto q0 = clock_type::now();
+        for (int i = 0; i < o.waiters; ++i) {
+            pool.emplace_back([&] {
+                try {
+                    zkr::mutex m(client, path);
+                    m.lock();
+                    auto got = now_ns();
+                    handoff[static_cast<std::size_t>(order++)] = got - release_ns.load();
+                    release_ns = now_ns();
+                    m.unlock();
+                } catch (const std::exception& e) {
+                    std::fprintf(stderr, "zkr_bench: herd waiter: %s\n", e.what());
+                    failed = true;
+                }
+            });
+        }
+        auto deadline = clock_type::now() + 300s;
+        while (client.get_children(path).children.size() < static_cast<std::size_t>(o.waiters) + 1) {
+            if (clock_type::now() > deadline || failed) throw std::runtime_error("the waiters did not queue");
+            std::this_thread::sleep_for(20ms);
+        }
+        f.queue_s = std::chrono::duration<double>(clock_type::now() - q0).count();
+        // The last waiters' watches are set (or 10 s passed: a recipe may set fewer).
+        auto watch_deadline = clock_type::now() + 10s;
+        while ((f.watches_queued = server_watches(o.connect)) < o.waiters && clock_type::now() < watch_deadline)
+            std::this_thread::sleep_for(20ms);
+        auto stats0 = holder.statistics();
+        auto n0 = server_notifications(o.connect);
+        auto c0 = now_ns();
+        release_ns = c0;
+        holder.unlock();
+        for (auto& t : pool) t.join();
+        f.chain_s = double(now_ns() - c0) / 1e9;
+        if (failed) throw std::runtime_error("a herd waiter failed");
+        require_empty(client, path);  // also: every delete has been applied
+        f.notifications = server_notifications(o.connect) - n0;
+        f.wakeups = static_cast<std::int64_t>(holder.statistics().wakeups - stats0.wakeups);
+        f.handoff_ns = std::move(handoff);
+        std::cout << herd_json(o, f) << std::endl;
+        std::error_code ec;
+        client.remove(path, zkr::any_version, ec);
+        return 0;
+    }
+
+    // One check per lock path (distinct: each thread its own; otherwise one).
+    std::vector<exclusion_check> checks(static_cast<std::size_t>(o.threads));
+    std::vector<std::string> paths;
+    std::function<void(int, std::mt19937_64&)> cycle;
+    // Lock objects per thread (made on the thread: holds belong to threads).
+    std::vector<std::unique_ptr<zkr::mutex>> mutexes(static_cast<std::size_t>(o.threads));
+    std::vector<std::unique_ptr<zkr::shared_mutex>> rws(static_cast<std::size_t>(o.threads));
+    std::function<void(int)> prepare;
+    if (o.scenario == "uncontended" || o.scenario == "contended" || o.scenario == "distinct") {
+        bool distinct = o.scenario == "distinct";
+        for (int i = 0; i < (distinct ? o.threads : 1); ++i) paths.push_back(distinct ? path + "/t" + std::to_string(i) : path);
+        prepare = [&, distinct](int i) {
+            mutexes[static_cast<std::size_t>(i)] = std::make_unique<zkr::mutex>(client, paths[distinct ? static_cast<std::size_t>(i) : 0]);
+        };
+        cycle = [&, distinct](int i, std::mt19937_64&) {
+            auto& m = *mutexes[static_cast<std::size_t>(i)];
+            auto& check = checks[distinct ? static_cast<std::size_t>(i) : 0];
+            m.lock();
+            check.write_in();
+            check.write_out();
+            m.unlock();
+        };
+    } else if (o.scenario == "shared-reads" || o.scenario == "rw-mix") {
+        paths.push_back(path);
+        int writes = o.scenario == "rw-mix" ? o.write_percent : 0;
+        prepare = [&](int i) { rws[static_cast<std::size_t>(i)] = std::make_unique<zkr::shared_mutex>(client, path); };
+        cycle = [&, writes](int i, std::mt19937_64& rng) {
+            auto& rw = *rws[static_cast<std::size_t>(i)];
+            auto& check = checks[0];
+            if (writes > 0 && static_cast<int>(rng() % 100) < writes) {
+                rw.lock();
+                check.write_in();
+                check.write_out();
+                rw.unlock();
+            } else {
+                rw.lock_shared();
+                check.read_in();
+                check.read_out();
+                rw.unlock_shared();
+            }
+        };
+    } else {
+        usage("unknown scenario " + o.scenario);
+    }
+    run_result r = run_threads(o, o.threads, prepare, cycle);
+    if (r.errors == 0 && !o.start_at_ms) {
+        try {
+            for (auto& p : paths) require_empty(client, p);
+        } catch (const std::exception& e) {
+            ++r.errors;
+            r.first_error = e.what();
+        }
+    }
+    std::cout << finish_timed(o, r, header(o)) << std::endl;
+    if (!o.start_at_ms) {
+        std::error_code ec;
+        for (auto& p : paths) client.remove(p, zkr::any_version, ec);
+    }
+    return r.errors ? 1 : 0;
+}
+
+// ------------------------------------------------------------------ raw C client
+
+const char payload[] = "bench:host=localhost;pid=0000000;thread=0000000";  // about zkr's owner data size
+
+struct raw_session {
+    zhandle_t* zh = nullptr;
+    std::mutex mutex;
+    std::condition_variable cv;
+    int state = 0;
+
+    static void watcher(zhandle_t*, int type, int state, const char*, void* ctx) {
+        if (type != ZOO_SESSION_EVENT) return;
+        auto* self = static_cast<raw_session*>(ctx);
+        std::lock_guard lock(self->mutex);
+        self->state = state;
+        self->cv.notify_all();
+    }
+
+    explicit raw_session(const std::string& connect, int resolve_delay_ms) {
+        zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
+        zh = zookeeper_init(connect.c_str(), &raw_session::watcher, 10000, nullptr, this, 0);
+        if (!zh) throw std::runtime_error("zookeeper_init failed");
+        // By default the C client resolves the connect string's host names again on every turn
+        // of its I/O loop (a getaddrinfo, with a netlink socket, per turn); the raw drivers keep
+        // that default unless told otherwise, as a naive user would.
+        if (resolve_delay_ms != 0) zoo_set_servers_resolution_delay(zh, resolve_delay_ms);
+        std::unique_lock lock(mutex);
+        if (!cv.wait_for(lock, 15s, [&] { return state == ZOO_CONNECTED_STATE; }))
+            throw std::runtime_error("raw: not connected to " + connect);
+    }
+    ~raw_session() {
+        if (zh) zookeeper_close(zh);
+    }
+
+    void ensure_path(const std::string& path) {
+        for (std::size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {
+            std::string prefix = slash == std::string::npos ? path : path.substr(0, slash);
+            int rc = zoo_create(zh, prefix.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, 0, nullptr, 0);
+            if (rc != ZOK && rc != ZNODEEXISTS) throw std::runtime_error("raw: create " + prefix + ": " + zerror(rc));
+            if (slash == std::string::npos) break;
+        }
+    }
+    std::vector<std::string> children(const std::string& path) {
+        String_vector sv{};
+        int rc = zoo_get_children(zh, path.c_str(), 0, &sv);
+        if (rc != ZOK) throw std::runtime_error("raw: get_children " + path + ": " + zerror(rc));
+        std::vector<std::string> out(sv.data, sv.data + sv.count);
+        deallocate_String_vector(&sv);
+        return out;
+    }
+};
+
+/// The lowest of `children` by the 10-digit sequence suffix.
+std::string lowest(char** data, int count) {
+    std::string best;
+    for (int i = 0; i < count; ++i) {
+        std::string c = data[i];
+        if (best.empty() || c.substr(c.size() - 10) < best.substr(best.size() - 10)) best = c;
+    }
+    return best;
+}
+
+void check_lowest(const std::string& created, const std::string& parent, const std::string& low) {
+    if (created.size() <= parent.size() + 1 || created.substr(parent.size() + 1) != low)
+        throw std::runtime_error("raw: " + created + " is not the lowest child (" + low + "): the path is contended");
+}
+
+struct pipelined_op {
+    std::mutex mutex;
+    std::condition_variable cv;
+    int left = 2;
+    int rc_create = ZOK, rc_list = ZOK;
+    std::string created, low;
+
+    static void on_create(int rc, const char* value, const void* data) {
+        auto* self = const_cast<pipelined_op*>(static_cast<const pipelined_op*>(data));
+        std::lock_guard lock(self->mutex);
+        self->rc_create = rc;
+        if (rc == ZOK && value) self->created = value;
+        if (--self->left == 0) self->cv.notify_all();
+    }
+    static void on_children(int rc, const String_vector* sv, const void* data) {
+        auto* self = const_cast<pipelined_op*>(static_cast<const pipelined_op*>(data));
+        std::lock_guard lock(self->mutex);
+        self->rc_list = rc;
+        if (rc == ZOK && sv) self->low = lowest(sv->data, sv->count);
+        if (--self->left == 0) self->cv.notify_all();
+    }
+};
+
+std::atomic<std::uint64_t> async_delete_errors{0};
+void on_delete(int rc, const void*) {
+    if (rc != ZOK) ++async_delete_errors;
+}
+
+// raw-async: every cycle runs in the C client's completion thread.
+struct async_run;
+struct async_slot {
+    async_run* run = nullptr;
+    std::string parent, prefix;
+    int left = 0;
+    int rc_create = ZOK, rc_list = ZOK;
+    std::string created, low;
+    clock_type::time_point start;
+    std::vector<std::int64_t> lat;
+};
+struct async_run {
+    zhandle_t* zh = nullptr;
+    window w;
+    std::mutex mutex;
+    std::condition_variable cv;
+    int running = 0;
+    std::uint64_t errors = 0;
+    std::string first_error;
+
+    void fail(async_slot&, const std::string& why) {
+        std::lock_guard lock(mutex);
+        ++errors;
+        if (first_error.empty()) first_error = why;
+        if (--running == 0) cv.notify_all();
+    }
+    void issue(async_slot& s) {
+        s.start = clock_type::now();
+        s.left = 2;
+        int rc = zoo_acreate(zh, s.prefix.c_str(), payload, sizeof payload - 1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL,
+                             &async_run::on_create, &s);
+        if (rc != ZOK) return fail(s, std::string("raw-async: acreate: ") + zerror(rc));
+        rc = zoo_aget_children(zh, s.parent.c_str(), 0, &async_run::on_children, &s);
+        if (rc != ZOK) return fail(s, std::string("raw-async: aget_children: ") + zerror(rc));
+    }
+    void joined(async_slot& s) {
+        if (--s.left > 0) return;
+        if (s.rc_create != ZOK) return fail(s, std::string("raw-async: create: ") + zerror(s.rc_create));
+        if (s.rc_list != ZOK) return fail(s, std::string("raw-async: get_children: ") + zerror(s.rc_list));
+        try {
+            check_lowest(s.created, s.parent, s.low);
+        } catch (const std::exception& e) {
+            return fail(s, e.what());
+        }
+        int rc = zoo_adelete(zh, s.created.c_str(), -1, &on_delete, nullptr);
+        if (rc != ZOK) return fail(s, std::string("raw-async: adelete: ") + zerror(rc));
+        auto e = clock_type::now();
+        if (e >= w.t0 && e <= w.t1) s.lat.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(e - s.start).count());
+        if (e < w.t1) return issue(s);
+        std::lock_guard lock(mutex);
+        if (--running == 0) cv.notify_all();
+    }
+    static void on_create(int rc, const char* value, const void* data) {
+        auto& s = *const_cast<async_slot*>(static_cast<const async_slot*>(data));
+        s.rc_create = rc;
+        if (rc == ZOK && value) s.created = value;
+        s.run->joined(s);
+    }
+    static void on_children(int rc, const String_vector* sv, const void* data) {
+        auto& s = *const_cast<async_slot*>(static_cast<const async_slot*>(data));
+        s.rc_list = rc;
+        if (rc == ZOK && sv) s.low = lowest(sv->data, sv->count);
+        s.run->joined(s);
+    }
+};
+
+int run_raw(const options& o) {
+    if (o.scenario != "uncontended" && o.scenario != "distinct") usage(o.driver + " does uncontended and distinct only");
+    raw_session session(o.connect, o.resolve_delay_ms);
+    zhandle_t* zh = session.zh;
+    bool distinct = o.scenario == "distinct";
+    std::vector<std::string> paths;
+    for (int i = 0; i < (distinct ? o.threads : 1); ++i) {
+        paths.push_back(distinct ? o.path + "/t" + std::to_string(i) : o.path);
+        session.ensure_path(paths.back());
+    }
+    auto parent_of = [&](int i) -> const std::string& { return paths[distinct ? static_cast<std::size_t>(i) : 0]; };
+
+    run_result r;
+    if (o.driver == "raw-async") {
+        async_run run;
+        run.zh = zh;
+        std::vector<async_slot> slots(static_cast<std::size_t>(o.threads));
+        run.w = make_window(o);
+        run.running = o.threads;
+        for (int i = 0; i < o.threads; ++i) {
+            auto& s = slots[static_cast<std::size_t>(i)];
+            s.run = &run;
+            s.parent = parent_of(i);
+            s.prefix = s.parent + "/lock-";
+        }
+        // Once issued, a slot is touched only by its own callbacks (the C client's completion thread).
+        for (auto& s : slots) run.issue(s);
+        std::this_thread::sleep_until(run.w.t0);
+        double cpu0 = cpu_seconds();
+        std::this_thread::sleep_until(run.w.t1);
+        double cpu1 = cpu_seconds();
+        {
+            std::unique_lock lock(run.mutex);
+            if (!run.cv.wait_for(lock, 30s, [&] { return run.running == 0; })) throw std::runtime_error("raw-async: cycles did not end");
+        }
+        for (auto& s : slots) r.latencies_ns.insert(r.latencies_ns.end(), s.lat.begin(), s.lat.end());
+        r.cpu_s = cpu1 - cpu0;
+        r.errors = run.errors;
+        r.first_error = run.first_error;
+    } else {
+        bool pipelined = o.driver == "raw-pipelined";
+        auto cycle = [&](int i, std::mt19937_64&) {
+            const std::string& parent = parent_of(i);
+            std::string prefix = parent + "/lock-";
+            if (!pipelined) {
+                char created[1024];
+                int rc = zoo_create(zh, prefix.c_str(), payload, sizeof payload - 1, &ZOO_OPEN_ACL_UNSAFE,
+                                    ZOO_EPHEMERAL_SEQUENTIAL, created, sizeof created);
+                if (rc != ZOK) throw std::runtime_error(std::string("raw-sync: create: ") + zerror(rc));
+                String_vector sv{};
+                rc = zoo_get_children(zh, parent.c_str(), 0, &sv);
+                if (rc != ZOK) throw std::runtime_error(std::string("raw-sync: get_children: ") + zerror(rc));
+                std::string low = lowest(sv.data, sv.count);
+                deallocate_String_vector(&sv);
+                check_lowest(created, parent, low);
+                rc = zoo_delete(zh, created, -1);
+                if (rc != ZOK) throw std::runtime_error(std::string("raw-sync: delete: ") + zerror(rc));
+                return;
+            }
+            pipelined_op op;
+            int rc = zoo_acreate(zh, prefix.c_str(), payload, sizeof payload - 1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL,
+                                 &pipelined_op::on_create, &op);
+            if (rc != ZOK) throw std::runtime_error(std::string("raw-pipelined: acreate: ") + zerror(rc));
+            rc = zoo_aget_children(zh, parent.c_str(), 0, &pipelined_op::on_children, &op);
+            if (rc != ZOK) {
+                // The create's completion still refers to `op`: wait for it before unwinding.
+                std::unique_lock lock(op.mutex);
+                op.cv.wait(lock, [&] { return op.left == 1; });
+                throw std::runtime_error(std::string("raw-pipelined: aget_children: ") + zerror(rc));
+            }
+            std::unique_lock lock(op.mutex);
+            op.cv.wait(lock, [&] { return op.left == 0; });
+            if (op.rc_create != ZOK) throw std::runtime_error(std::string("raw-pipelined: create: ") + zerror(op.rc_create));
+            if (op.rc_list != ZOK) throw std::runtime_error(std::string("raw-pipelined: get_children: ") + zerror(op.rc_list));
+            check_lowest(op.created, parent, op.low);
+            rc = zoo_adelete(zh, op.created.c_str(), -1, &on_delete, nullptr);
+            if (rc != ZOK) throw std::runtime_error(std::string("raw-pipelined: adelete: ") + zerror(rc));
+        };
+        r = run_threads(o, o.threads, nullptr, cycle);
+    }
+    // Every delete applied (a listing is answered after them) and none failed.
+    if (r.errors == 0) {
+        try {
+            for (auto& p : paths) {
+                auto left = session.children(p);
+                if (!left.empty()) throw std::runtime_error(std::to_string(left.size()) + " node(s) left under " + p);
+            }
+            if (async_delete_errors) throw std::runtime_error(std::to_string(async_delete_errors.load()) + " delete(s) failed");
+        } catch (const std::exception& e) {
+            ++r.errors;
+            r.first_error = e.what();
+        }
+    }
+    std::cout << finish_timed(o, r, header(o)) << std::endl;
+    for (auto& p : paths) zoo_delete(zh, p.c_str(), -1);
+    if (distinct) zoo_delete(zh, o.path.c_str(), -1);
+    return r.errors ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    options o = parse(argc, argv);
+    try {
+        if (o.driver == "zkr") return run_zkr(o);
+        if (o.driver == "raw-sync" || o.driver == "raw-pipelined" || o.driver == "raw-async") return run_raw(o);
+        usage("unknown driver " + o.driver);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "zkr_bench: %s %s: %s\n", o.driver.c_str(), o.scenario.c_str(), e.what());
+        return 1;
+    }
+}
