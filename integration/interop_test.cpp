@@ -47,7 +47,9 @@ TEST_CASE("Curator and zkr share one mutex: the counter stays exact", "[interop]
     REQUIRE(line);
     CHECK(line->rfind("done", 0) == 0);
     CHECK(java.wait() == 0);
-    CHECK(std::stoi(c.get_data(counter).data) == curator_threads * curator_n + zkr_threads * zkr_n);
+    // Another session's last writes: on an ensemble our server may be a moment behind.
+    CHECK(eventually([&] { return std::stoi(c.get_data(counter).data) == curator_threads * curator_n + zkr_threads * zkr_n; },
+                     2s));
 }
 
 TEST_CASE("Curator and zkr see each other in one queue", "[interop][mutex]") {
