@@ -121,7 +121,7 @@ acquire_fsm::action acquire_fsm::on_created_and_listed(std::error_code create_er
         unknown_prefixes_.push_back(prefix_);
         // The create may have been applied with its reply lost. A listing sent after it tells:
         // the one that came with it if it got through, else a new one.
-        if (!list_error) return recover(children, session);
+        if (!list_error) return recover(children);
         phase_ = phase::recovering;
         return act(step::list, options_.lock_path);
     }
@@ -137,7 +137,7 @@ acquire_fsm::action acquire_fsm::on_parents_created(std::error_code error) {
     return act(step::create_and_list, full(prefix_ + std::string(lock_marker(options_.kind))));
 }
 
-acquire_fsm::action acquire_fsm::recover(const std::vector<std::string>& children, std::int64_t session) {
+acquire_fsm::action acquire_fsm::recover(const std::vector<std::string>& children) {
     // This listing settles the current attempt's create: found (below) or not applied.
     std::erase(unknown_prefixes_, prefix_);
     std::vector<std::string> deletes = stale_nodes(children);
@@ -155,7 +155,6 @@ acquire_fsm::action acquire_fsm::recover(const std::vector<std::string>& childre
         return finish_abandoned(std::move(deletes));
     }
     recovered_children_ = children;
-    (void)session;
     phase_ = phase::checking_owner;
     return act(step::check_owner, full(candidate_), std::move(deletes));
 }
@@ -179,7 +178,7 @@ acquire_fsm::action acquire_fsm::on_listed(std::error_code error, const std::vec
         if (abandoned_) return finish_abandoned(std::move(deletes));
         return finish(false, error, std::move(deletes));
     }
-    if (recovering) return recover(children, session);
+    if (recovering) return recover(children);
     if (abandoned_) return finish_abandoned(stale_nodes(children));
     return evaluate(session, take_listing(children));
 }

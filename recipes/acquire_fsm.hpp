@@ -93,7 +93,7 @@ private:
     action restart(std::vector<std::string> deletes, std::error_code why);
     action evaluate(std::int64_t session, std::vector<std::string> deletes = {});
     action after_departure(std::int64_t session);
-    action recover(const std::vector<std::string>& children, std::int64_t session);
+    action recover(const std::vector<std::string>& children);
     action finish(bool acquired, std::error_code error, std::vector<std::string> deletes = {});
     action finish_abandoned(std::vector<std::string> deletes = {});
     std::vector<std::string> stale_nodes(const std::vector<std::string>& children);

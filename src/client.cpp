@@ -721,10 +721,9 @@ void client_impl::shutdown() {
 
 void client_impl::wait_connected(std::chrono::milliseconds timeout) {
     std::unique_lock lock(state_mutex_);
-    bool ready = state_changed_.wait_for(lock, timeout, [&] { return connected_.load() || closed_.load(); });
+    state_changed_.wait_for(lock, timeout, [&] { return connected_.load() || closed_.load(); });
     if (connected_) return;
     if (closed_) throw std::system_error(make_error_code(errc::client_closed), "zkr::client::wait_connected");
-    (void)ready;
     throw std::system_error(make_error_code(errc::connect_timeout),
                             "no ZooKeeper session with \"" + options_.connect + "\" within " + describe(timeout) +
                                 " (is a server listening there?)");

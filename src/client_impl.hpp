@@ -191,7 +191,6 @@ private:
     mutable std::mutex state_mutex_;
     std::condition_variable state_changed_;
     connection_state state_ = connection_state::suspended;
-    bool ever_connected_ = false;
     std::vector<completion<>> connected_waiters_;
     std::vector<completion<connection_state>> next_state_waiters_;
     std::map<std::uint64_t, std::shared_ptr<listener_entry>> listeners_;
