@@ -426,7 +426,7 @@ struct exclusion_check {
 };
 
 void require_empty(zkr::client& c, const std::string& path) {
-    std::error_code ec;
+    zkr::error_code ec;
     auto r = c.get_children(path, ec);
     if (!ec && !r.children.empty())
         throw std::runtime_error(std::to_string(r.children.size()) + " node(s) left under " + path + " after the run");
@@ -488,7 +488,7 @@ int run_zkr(const options& o) {
         f.wakeups = static_cast<std::int64_t>(holder.statistics().wakeups - stats0.wakeups);
         f.handoff_ns = std::move(handoff);
         std::cout << herd_json(o, f) << std::endl;
-        std::error_code ec;
+        zkr::error_code ec;
         client.remove(path, zkr::any_version, ec);
         return 0;
     }
@@ -548,7 +548,7 @@ int run_zkr(const options& o) {
     }
     std::cout << finish_timed(o, r, header(o)) << std::endl;
     if (!o.start_at_ms) {
-        std::error_code ec;
+        zkr::error_code ec;
         for (auto& p : paths) client.remove(p, zkr::any_version, ec);
     }
     return r.errors ? 1 : 0;

@@ -72,7 +72,7 @@ TEST_CASE("forced session expiry: lost and then a new session that works", "[ses
         auto ev = watch.wait_for(10s);
         REQUIRE(ev);
         CHECK(ev->type == zkr::event_type::deleted);
-    } catch (const std::system_error& e) {
+    } catch (const zkr::system_error& e) {
         CHECK(e.code() == errc::session_expired);
     }
     // The new session works.

@@ -221,11 +221,11 @@ TEST_CASE("upgrade is refused at once with upgrade_refused", "[shared_mutex]") {
     try {
         rw.lock();
         FAIL("upgrade should be refused");
-    } catch (const std::system_error& e) {
+    } catch (const zkr::system_error& e) {
         CHECK(e.code() == errc::upgrade_refused);
         CHECK_THAT(e.what(), Catch::Matchers::Contains("release the read lock"));
     }
-    CHECK_THROWS_AS(rw.try_lock_for(1s), std::system_error);
+    CHECK_THROWS_AS(rw.try_lock_for(1s), zkr::system_error);
     auto f = rw.async_lock(asio::use_future);
     CHECK_THROWS_AS(f.get(), boost::system::system_error);
     CHECK(std::chrono::steady_clock::now() - start < 1s);
@@ -330,7 +330,7 @@ TEST_CASE("Curator and zkr on one read/write lock, both ways, invariants hold", 
                         std::unique_lock lock(rw);
                         auto d = own.get_data(state);
                         if (parse_state(d.data) != std::make_pair(0, 0)) ++violations;
-                        std::error_code ec;
+                        zkr::error_code ec;
                         auto st = own.set_data(state, "0 1", d.stat.version, ec);
                         if (ec) ++violations;  // someone wrote meanwhile: exclusion broken
                         std::this_thread::sleep_for(2ms);
@@ -342,7 +342,7 @@ TEST_CASE("Curator and zkr on one read/write lock, both ways, invariants hold", 
                             auto d = own.get_data(state);
                             auto [r, w] = parse_state(d.data);
                             if (w != 0) ++violations;
-                            std::error_code ec;
+                            zkr::error_code ec;
                             own.set_data(state, std::to_string(r + 1) + " " + std::to_string(w), d.stat.version, ec);
                             if (!ec) break;
                         }
@@ -350,7 +350,7 @@ TEST_CASE("Curator and zkr on one read/write lock, both ways, invariants hold", 
                         for (;;) {
                             auto d = own.get_data(state);
                             auto [r, w] = parse_state(d.data);
-                            std::error_code ec;
+                            zkr::error_code ec;
                             own.set_data(state, std::to_string(r - 1) + " " + std::to_string(w), d.stat.version, ec);
                             if (!ec) break;
                         }

@@ -9,7 +9,7 @@ namespace zkr::detail {
 namespace {
 
 // The request may or may not have been applied; only a fresh look tells.
-bool outcome_unknown(std::error_code ec) { return is_retryable(ec) || ec == errc::session_expired; }
+bool outcome_unknown(zkr::error_code ec) { return is_retryable(ec) || ec == errc::session_expired; }
 
 acquire_fsm::action act(acquire_fsm::step what, std::string path = {}, std::vector<std::string> deletes = {}) {
     acquire_fsm::action a;
@@ -43,14 +43,14 @@ acquire_fsm::action acquire_fsm::new_attempt(std::vector<std::string> deletes) {
     return act(step::create_and_list, full(prefix_ + std::string(lock_marker(options_.kind))), std::move(deletes));
 }
 
-acquire_fsm::action acquire_fsm::restart(std::vector<std::string> deletes, std::error_code why) {
+acquire_fsm::action acquire_fsm::restart(std::vector<std::string> deletes, zkr::error_code why) {
     // Our node is gone, or belongs to a session that is not ours any more.
     if (abandoned_) return finish_abandoned(std::move(deletes));
     if (!options_.wait) return finish(false, why, std::move(deletes));
     return new_attempt(std::move(deletes));
 }
 
-acquire_fsm::action acquire_fsm::finish(bool acquired, std::error_code error, std::vector<std::string> deletes) {
+acquire_fsm::action acquire_fsm::finish(bool acquired, zkr::error_code error, std::vector<std::string> deletes) {
     if (!acquired && abandoned_) {
         error = *abandoned_;
         if (!path_.empty() && std::find(deletes.begin(), deletes.end(), path_) == deletes.end()) deletes.push_back(path_);
@@ -96,8 +96,8 @@ void acquire_fsm::prune(const std::string& name) {
                  queue_.end());
 }
 
-acquire_fsm::action acquire_fsm::on_created_and_listed(std::error_code create_error, const create_result& created,
-                                                       std::error_code list_error,
+acquire_fsm::action acquire_fsm::on_created_and_listed(zkr::error_code create_error, const create_result& created,
+                                                       zkr::error_code list_error,
                                                        const std::vector<std::string>& children, std::int64_t session) {
     if (phase_ != phase::creating) return {};
     if (create_error == errc::no_node) {
@@ -128,7 +128,7 @@ acquire_fsm::action acquire_fsm::on_created_and_listed(std::error_code create_er
     return finish(false, create_error);
 }
 
-acquire_fsm::action acquire_fsm::on_parents_created(std::error_code error) {
+acquire_fsm::action acquire_fsm::on_parents_created(zkr::error_code error) {
     if (phase_ != phase::making_parents) return {};
     if (abandoned_) return finish_abandoned();
     if (error && error != errc::node_exists) return finish(false, error);
@@ -159,7 +159,7 @@ acquire_fsm::action acquire_fsm::recover(const std::vector<std::string>& childre
     return act(step::check_owner, full(candidate_), std::move(deletes));
 }
 
-acquire_fsm::action acquire_fsm::on_listed(std::error_code error, const std::vector<std::string>& children,
+acquire_fsm::action acquire_fsm::on_listed(zkr::error_code error, const std::vector<std::string>& children,
                                            std::int64_t session) {
     if (phase_ != phase::listing && phase_ != phase::recovering) return {};
     bool recovering = phase_ == phase::recovering;
@@ -183,7 +183,7 @@ acquire_fsm::action acquire_fsm::on_listed(std::error_code error, const std::vec
     return evaluate(session, take_listing(children));
 }
 
-acquire_fsm::action acquire_fsm::on_owner(std::error_code error, const exists_result& result, std::int64_t session) {
+acquire_fsm::action acquire_fsm::on_owner(zkr::error_code error, const exists_result& result, std::int64_t session) {
     if (phase_ != phase::checking_owner) return {};
     std::string candidate_path = full(candidate_);
     if (!error && result.exists && session != 0 && result.stat.ephemeral_owner == session) {
@@ -204,7 +204,7 @@ acquire_fsm::action acquire_fsm::on_owner(std::error_code error, const exists_re
     }
     if (error && !outcome_unknown(error)) return finish(false, error, std::move(deletes));
     // For a try this round is over without a node of ours: simply not acquired.
-    return restart(std::move(deletes), options_.wait || session == 0 ? make_error_code(errc::session_expired) : std::error_code{});
+    return restart(std::move(deletes), options_.wait || session == 0 ? make_error_code(errc::session_expired) : zkr::error_code{});
 }
 
 acquire_fsm::action acquire_fsm::evaluate(std::int64_t session, std::vector<std::string> deletes) {
@@ -229,7 +229,7 @@ acquire_fsm::action acquire_fsm::evaluate(std::int64_t session, std::vector<std:
     return act(step::watch, full(watched_), std::move(deletes));
 }
 
-acquire_fsm::action acquire_fsm::on_watch_set(std::error_code error, std::int64_t session) {
+acquire_fsm::action acquire_fsm::on_watch_set(zkr::error_code error, std::int64_t session) {
     if (phase_ != phase::setting_watch) return {};
     if (abandoned_) {
         if (!error) {
@@ -247,7 +247,7 @@ acquire_fsm::action acquire_fsm::on_watch_set(std::error_code error, std::int64_
     return act(step::wait, full(watched_));
 }
 
-acquire_fsm::action acquire_fsm::on_watch_event(std::error_code error, event_type type, std::int64_t session) {
+acquire_fsm::action acquire_fsm::on_watch_event(zkr::error_code error, event_type type, std::int64_t session) {
     if (phase_ != phase::waiting) return {};
     if (error) {
         if (error == errc::client_closed) return finish(false, error);
@@ -276,7 +276,7 @@ acquire_fsm::action acquire_fsm::on_watch_removed() {
     return finish_abandoned();
 }
 
-acquire_fsm::action acquire_fsm::abandon(std::error_code reason) {
+acquire_fsm::action acquire_fsm::abandon(zkr::error_code reason) {
     if (phase_ == phase::finished || abandoned_) return {};
     abandoned_ = reason;
     if (phase_ == phase::waiting) {

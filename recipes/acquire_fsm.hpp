@@ -11,7 +11,7 @@
 #include <functional>
 #include <optional>
 #include <string>
-#include <system_error>
+#include "zkr/error.hpp"
 #include <vector>
 
 namespace zkr::detail {
@@ -44,7 +44,7 @@ public:
         std::string path;                  ///< the node (or, for create_and_list, the name prefix) the step is about
         std::vector<std::string> deletes;  ///< our own nodes to remove (guaranteed) before the step
         bool acquired = false;             ///< for done
-        std::error_code error;             ///< for done: why it failed; none for a try that found the lock taken
+        zkr::error_code error;             ///< for done: why it failed; none for a try that found the lock taken
         std::vector<std::string> sweep_prefixes;  ///< for done: delete any child carrying these (creates of unknown outcome)
     };
 
@@ -54,20 +54,20 @@ public:
     action start();
 
     /// Replies of create_and_list; `session` is the client's session id now (0 while it has none).
-    action on_created_and_listed(std::error_code create_error, const create_result& created,
-                                 std::error_code list_error, const std::vector<std::string>& children,
+    action on_created_and_listed(zkr::error_code create_error, const create_result& created,
+                                 zkr::error_code list_error, const std::vector<std::string>& children,
                                  std::int64_t session);
-    action on_parents_created(std::error_code error);
-    action on_listed(std::error_code error, const std::vector<std::string>& children, std::int64_t session);
-    action on_owner(std::error_code error, const exists_result& result, std::int64_t session);
+    action on_parents_created(zkr::error_code error);
+    action on_listed(zkr::error_code error, const std::vector<std::string>& children, std::int64_t session);
+    action on_owner(zkr::error_code error, const exists_result& result, std::int64_t session);
     /// The get_data of a `watch` step: no error means the node exists and the watch is set.
-    action on_watch_set(std::error_code error, std::int64_t session);
+    action on_watch_set(zkr::error_code error, std::int64_t session);
     /// The watch fired (or ended with an error: its session was lost, or it was removed).
-    action on_watch_event(std::error_code error, event_type type, std::int64_t session);
+    action on_watch_event(zkr::error_code error, event_type type, std::int64_t session);
     action on_watch_removed();
     /// Give up (timeout, cancellation): returns what to send to clean up, or step::none when a
     /// reply is due first (cleanup follows it). Ignored once done.
-    action abandon(std::error_code reason);
+    action abandon(zkr::error_code reason);
 
     bool finished() const noexcept { return phase_ == phase::finished; }
     /// Our node once acquired (or the last one we had).
@@ -90,11 +90,11 @@ private:
     };
 
     action new_attempt(std::vector<std::string> deletes = {});
-    action restart(std::vector<std::string> deletes, std::error_code why);
+    action restart(std::vector<std::string> deletes, zkr::error_code why);
     action evaluate(std::int64_t session, std::vector<std::string> deletes = {});
     action after_departure(std::int64_t session);
     action recover(const std::vector<std::string>& children);
-    action finish(bool acquired, std::error_code error, std::vector<std::string> deletes = {});
+    action finish(bool acquired, zkr::error_code error, std::vector<std::string> deletes = {});
     action finish_abandoned(std::vector<std::string> deletes = {});
     std::vector<std::string> stale_nodes(const std::vector<std::string>& children);
     std::vector<std::string> take_listing(const std::vector<std::string>& children);
@@ -118,7 +118,7 @@ private:
     std::vector<std::string> recovered_children_;
     std::string candidate_;         // a node carrying our prefix, being checked
     std::string watched_;
-    std::optional<std::error_code> abandoned_;
+    std::optional<zkr::error_code> abandoned_;
     bool pins_write_node_ = false;
 };
 

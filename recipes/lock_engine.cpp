@@ -25,9 +25,9 @@ struct parents_maker : std::enable_shared_from_this<parents_maker> {
     std::vector<std::string> prefixes;
     std::size_t next = 0;
     create_mode mode = create_mode::container;
-    std::function<void(std::error_code)> done;
+    std::function<void(zkr::error_code)> done;
 
-    parents_maker(client_impl& c, const std::string& path, std::function<void(std::error_code)> d)
+    parents_maker(client_impl& c, const std::string& path, std::function<void(zkr::error_code)> d)
         : client(c), done(std::move(d)) {
         for (std::size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {
             prefixes.push_back(slash == std::string::npos ? path : path.substr(0, slash));
@@ -37,7 +37,7 @@ struct parents_maker : std::enable_shared_from_this<parents_maker> {
     void step() {
         if (next == prefixes.size()) return done({});
         client.create(prefixes[next], {}, mode,
-                      completion<create_result>([self = shared_from_this()](std::error_code ec, create_result) {
+                      completion<create_result>([self = shared_from_this()](zkr::error_code ec, create_result) {
                           if (ec == errc::unimplemented && self->mode == create_mode::container) {
                               self->mode = create_mode::persistent;  // a server without containers
                               return self->step();
@@ -68,14 +68,14 @@ public:
     void start(std::optional<std::chrono::steady_clock::time_point> deadline) {
         if (deadline) {
             timer_ = std::make_shared<asio::steady_timer>(client_.internal_executor(), *deadline);
-            timer_->async_wait([weak = weak_from_this()](std::error_code ec) {
-                if (auto self = weak.lock(); self && !ec) self->give_up(timed_out());
+            timer_->async_wait([weak = weak_from_this()](zkr::error_code ec) {
+                if (auto self = weak.lock(); self && !ec) self->give_up(make_error_code(errc::timed_out));
             });
         }
         feed([](acquire_fsm& f) { return f.start(); });
     }
 
-    void give_up(std::error_code reason) {
+    void give_up(zkr::error_code reason) {
         feed([&](acquire_fsm& f) { return f.abandon(reason); });
     }
 
@@ -86,7 +86,7 @@ private:
     struct create_and_list_replies {
         std::mutex mutex;
         int pending = 2;
-        std::error_code create_error, list_error;
+        zkr::error_code create_error, list_error;
         create_result created;
         std::vector<std::string> children;
     };
@@ -119,7 +119,7 @@ private:
                 // listing already contains our node. One round trip when uncontended.
                 auto replies = std::make_shared<create_and_list_replies>();
                 client_.create(a.path, owner_data(), create_mode::ephemeral_sequential,
-                               completion<create_result>([self, replies](std::error_code ec, create_result r) {
+                               completion<create_result>([self, replies](zkr::error_code ec, create_result r) {
                                    {
                                        std::lock_guard lock(replies->mutex);
                                        replies->create_error = ec;
@@ -129,7 +129,7 @@ private:
                                    self->joined(replies);
                                }));
                 client_.get_children(lock_path, false,
-                                     completion<children_result>([self, replies](std::error_code ec, children_result r) {
+                                     completion<children_result>([self, replies](zkr::error_code ec, children_result r) {
                                          {
                                              std::lock_guard lock(replies->mutex);
                                              replies->list_error = ec;
@@ -140,24 +140,24 @@ private:
                 return;
             }
             case step::create_parents: {
-                auto maker = std::make_shared<parents_maker>(client_, lock_path, [self](std::error_code ec) {
+                auto maker = std::make_shared<parents_maker>(client_, lock_path, [self](zkr::error_code ec) {
                     self->feed([&](acquire_fsm& f) { return f.on_parents_created(ec); });
                 });
                 maker->step();
                 return;
             }
             case step::list:
-                client_.get_children(lock_path, false, completion<children_result>([self](std::error_code ec, children_result r) {
+                client_.get_children(lock_path, false, completion<children_result>([self](zkr::error_code ec, children_result r) {
                     self->feed([&](acquire_fsm& f) { return f.on_listed(ec, r.children, self->session()); });
                 }));
                 return;
             case step::check_owner:
-                client_.exists(a.path, false, completion<exists_result>([self](std::error_code ec, exists_result r) {
+                client_.exists(a.path, false, completion<exists_result>([self](zkr::error_code ec, exists_result r) {
                     self->feed([&](acquire_fsm& f) { return f.on_owner(ec, r, self->session()); });
                 }));
                 return;
             case step::watch:
-                client_.get_data(a.path, true, completion<data_result>([self](std::error_code ec, data_result r) {
+                client_.get_data(a.path, true, completion<data_result>([self](zkr::error_code ec, data_result r) {
                     if (!ec) {
                         std::lock_guard lock(self->mutex_);
                         self->watch_ = watch_access::state(r.watch);
@@ -171,7 +171,7 @@ private:
                     std::lock_guard lock(mutex_);
                     ws = watch_;
                 }
-                ws->wait_inline([self](std::error_code ec, const watch_event& ev) {
+                ws->wait_inline([self](zkr::error_code ec, const watch_event& ev) {
                     if (!ec) self->engine_->count_wakeup();
                     self->feed([&](acquire_fsm& f) { return f.on_watch_event(ec, ev.type, self->session()); });
                 });
@@ -183,7 +183,7 @@ private:
                     std::lock_guard lock(mutex_);
                     ws = watch_;
                 }
-                client_.remove_watch(ws, completion<>([self](std::error_code) {
+                client_.remove_watch(ws, completion<>([self](zkr::error_code) {
                     self->feed([](acquire_fsm& f) { return f.on_watch_removed(); });
                 }));
                 return;
@@ -278,7 +278,7 @@ std::shared_ptr<lock_engine::acquisition> lock_engine::acquire(acquire_options o
 }
 
 void lock_engine::cancel(const std::shared_ptr<acquisition>& a) {
-    if (a) a->give_up(cancelled());
+    if (a) a->give_up(make_error_code(errc::cancelled));
 }
 
 void lock_engine::register_hold(const std::shared_ptr<hold>& h, bool pins_write_node) {
@@ -310,7 +310,7 @@ bool lock_engine::any_hold(const std::string& lock_path) const {
     return holds_.count(lock_path) > 0;
 }
 
-std::error_code lock_engine::reenter(hold& h) {
+zkr::error_code lock_engine::reenter(hold& h) {
     if (state_of(h) == lock_state::lost) return make_error_code(errc::lock_lost);
     std::lock_guard lock(mutex_);
     ++h.count;
@@ -333,7 +333,7 @@ lock_state lock_engine::state_of(const hold& h) const {
     return client_.is_connected() ? lock_state::held : lock_state::uncertain;
 }
 
-std::error_code lock_engine::release(const std::string& lock_path, lock_kind kind, std::thread::id thread) {
+zkr::error_code lock_engine::release(const std::string& lock_path, lock_kind kind, std::thread::id thread) {
     std::shared_ptr<hold> released;
     std::vector<completion<>> waiters;
     bool delete_node = true;
@@ -355,7 +355,7 @@ std::error_code lock_engine::release(const std::string& lock_path, lock_kind kin
             pinned.reset();
         }
     }
-    for (auto& w : waiters) w(cancelled());
+    for (auto& w : waiters) w(make_error_code(errc::cancelled));
     // A lost hold's node went (or goes) with its session. Its name carries our uuid, so deleting
     // it can never hit another owner's node; it only frees the lock sooner if that old session
     // still lingers on the server.
@@ -431,7 +431,7 @@ void lock_engine::guaranteed_delete(std::string path) { delete_attempt(std::move
 
 void lock_engine::delete_attempt(std::string path, std::int64_t session, int attempt) {
     std::weak_ptr<lock_engine> weak = weak_from_this();
-    client_.remove(path, any_version, completion<>([weak, path, session, attempt](std::error_code ec) {
+    client_.remove(path, any_version, completion<>([weak, path, session, attempt](zkr::error_code ec) {
         if (!ec || ec == errc::no_node || ec == errc::client_closed) return;
         auto self = weak.lock();
         if (!self) return;
@@ -448,7 +448,7 @@ void lock_engine::delete_attempt(std::string path, std::int64_t session, int att
                                       self->retry_timers_.end());
             self->retry_timers_.push_back(timer);
         }
-        timer->async_wait([weak, timer, path, session, attempt](std::error_code wait_ec) {
+        timer->async_wait([weak, timer, path, session, attempt](zkr::error_code wait_ec) {
             if (wait_ec) return;
             if (auto again = weak.lock()) again->delete_attempt(path, session, attempt + 1);
         });
@@ -458,7 +458,7 @@ void lock_engine::delete_attempt(std::string path, std::int64_t session, int att
 void lock_engine::sweep(const std::string& lock_path, std::vector<std::string> prefixes) {
     std::weak_ptr<lock_engine> weak = weak_from_this();
     client_.get_children(lock_path, false,
-                         completion<children_result>([weak, lock_path, prefixes = std::move(prefixes)](std::error_code ec,
+                         completion<children_result>([weak, lock_path, prefixes = std::move(prefixes)](zkr::error_code ec,
                                                                                                        children_result r) {
                              auto self = weak.lock();
                              if (!self || ec) return;  // no listing: the session (and any such node) is gone
@@ -477,10 +477,10 @@ std::vector<participant> lock_engine::participants(const std::string& lock_path,
     std::vector<participant> out;
     sync_slot<children_result> listed;
     client_.get_children(lock_path, false, completion<children_result>(&listed));
-    std::error_code ec;
+    zkr::error_code ec;
     auto [children] = listed.wait(ec);
     if (ec == errc::no_node) return out;
-    if (ec) throw std::system_error(ec, "zkr: listing the lock path \"" + lock_path + "\"");
+    if (ec) throw zkr::system_error(ec, "zkr: listing the lock path \"" + lock_path + "\"");
     auto queue = sorted_contenders(children.children, read_write);
     // Every read sent at once: one round trip for the lot.
     std::vector<std::unique_ptr<sync_slot<data_result>>> reads;
@@ -490,10 +490,10 @@ std::vector<participant> lock_engine::participants(const std::string& lock_path,
     }
     bool writer_seen = false;
     for (std::size_t i = 0; i < queue.size(); ++i) {
-        std::error_code read_ec;
+        zkr::error_code read_ec;
         auto [data] = reads[i]->wait(read_ec);
         if (read_ec == errc::no_node) continue;  // left meanwhile
-        if (read_ec) throw std::system_error(read_ec, "zkr: reading lock node " + queue[i].name);
+        if (read_ec) throw zkr::system_error(read_ec, "zkr: reading lock node " + queue[i].name);
         participant p;
         p.node = queue[i].name;
         p.sequence = queue[i].sequence;

@@ -29,16 +29,12 @@ struct hold {
     std::vector<completion<>> lost_waiters;  // guarded by the engine's mutex
 };
 
-/// Internal error for a deadline that passed (try_lock_for and friends return false on it).
-inline std::error_code timed_out() { return std::make_error_code(std::errc::timed_out); }
-/// Internal error for a cancelled acquisition.
-inline std::error_code cancelled() { return std::make_error_code(std::errc::operation_canceled); }
 
 class lock_engine : public std::enable_shared_from_this<lock_engine> {
 public:
     class acquisition;
     /// Called once: the hold on success, else null with the error (none for a failed try).
-    using done_fn = std::function<void(std::error_code, std::shared_ptr<hold>)>;
+    using done_fn = std::function<void(zkr::error_code, std::shared_ptr<hold>)>;
 
     explicit lock_engine(client_impl& c);
     ~lock_engine();
@@ -52,13 +48,13 @@ public:
     std::shared_ptr<hold> find(const std::string& lock_path, lock_kind kind, std::thread::id thread) const;
     bool any_hold(const std::string& lock_path) const;
     /// Counts a re-entry of the calling thread's hold: errc::lock_lost if that hold was lost.
-    std::error_code reenter(hold& h);
+    zkr::error_code reenter(hold& h);
     int hold_count(const hold& h) const;
     /// One release of `thread`'s hold: errc::not_owner if it has none. The last one deletes the node.
-    std::error_code release(const std::string& lock_path, lock_kind kind, std::thread::id thread);
+    zkr::error_code release(const std::string& lock_path, lock_kind kind, std::thread::id thread);
     lock_state state_of(const hold& h) const;
 
-    /// Completes with errc::lock_lost when `h` is lost, or cancelled() when it is released first.
+    /// Completes with errc::lock_lost when `h` is lost, or errc::cancelled when it is released first.
     void wait_lost(const std::shared_ptr<hold>& h, completion<> done);
     /// Calls `fn(node path)` on the client's executor when a hold on `lock_path` is lost.
     subscription on_lost(const std::string& lock_path, std::function<void(const std::string&)> fn);

@@ -37,7 +37,7 @@ acquire_options options_for(const lock_target& t, bool write, bool wait) {
         auto me = std::this_thread::get_id();
         if (write && t.engine->find(t.path, lock_kind::read, me) && !t.engine->find(t.path, lock_kind::write, me)) {
             // Our own read node would block our write node forever (Curator and kazoo hang here).
-            throw std::system_error(make_error_code(errc::upgrade_refused),
+            throw zkr::system_error(make_error_code(errc::upgrade_refused),
                                     "zkr::shared_mutex \"" + t.path + "\": release the read lock before taking the write lock");
         }
         if (!write) {
@@ -46,12 +46,6 @@ acquire_options options_for(const lock_target& t, bool write, bool wait) {
         }
     }
     return o;
-}
-
-// Cancellation reaches Asio users as its own error code.
-async_error to_async(std::error_code ec) {
-    if (ec == cancelled()) return asio::error::operation_aborted;
-    return ec;
 }
 
 }  // namespace
@@ -65,7 +59,7 @@ lock_target make_lock_target(client& c, std::string path, bool read_write, const
 
 bool acquire(const lock_target& t, bool write, bool wait, std::optional<std::chrono::steady_clock::time_point> deadline) {
     if (auto h = my_hold(t, write)) {
-        if (auto ec = t.engine->reenter(*h)) throw std::system_error(ec, "zkr: re-entering the lock \"" + t.path + "\"");
+        if (auto ec = t.engine->reenter(*h)) throw zkr::system_error(ec, "zkr: re-entering the lock \"" + t.path + "\"");
         return true;
     }
     if (deadline && *deadline <= std::chrono::steady_clock::now()) {
@@ -75,29 +69,29 @@ bool acquire(const lock_target& t, bool write, bool wait, std::optional<std::chr
     }
     sync_slot<std::shared_ptr<hold>> slot;
     t.engine->acquire(options_for(t, write, wait), std::this_thread::get_id(), deadline,
-                      [&slot](std::error_code ec, std::shared_ptr<hold> h) { slot.set(ec, std::move(h)); });
-    std::error_code ec;
+                      [&slot](zkr::error_code ec, std::shared_ptr<hold> h) { slot.set(ec, std::move(h)); });
+    zkr::error_code ec;
     auto [h] = slot.wait(ec);
     if (h) return true;
-    if (!ec || ec == timed_out()) return false;
-    throw std::system_error(ec, "zkr: acquiring the lock \"" + t.path + "\"");
+    if (!ec || ec == errc::timed_out) return false;
+    throw zkr::system_error(ec, "zkr: acquiring the lock \"" + t.path + "\"");
 }
 
-void start_acquire(const lock_target& t, bool write, asio::any_completion_handler<void(async_error)> handler) {
+void start_acquire(const lock_target& t, bool write, asio::any_completion_handler<void(error_code)> handler) {
     auto executor = t.engine->client().executor();
     auto slot = asio::get_associated_cancellation_slot(handler);
     auto done = std::make_shared<completion<>>(std::move(handler), executor);
     if (auto h = my_hold(t, write)) {
-        return (*done)(to_async(t.engine->reenter(*h)));
+        return (*done)(t.engine->reenter(*h));
     }
     acquire_options options;
     try {
         options = options_for(t, write, true);
-    } catch (const std::system_error& e) {
+    } catch (const zkr::system_error& e) {
         return (*done)(e.code());
     }
     auto a = t.engine->acquire(std::move(options), std::this_thread::get_id(), std::nullopt,
-                               [done](std::error_code ec, std::shared_ptr<hold>) { (*done)(to_async(ec)); });
+                               [done](zkr::error_code ec, std::shared_ptr<hold>) { (*done)(ec); });
     if (slot.is_connected()) {
         slot.assign([weak = std::weak_ptr<lock_engine::acquisition>(a)](asio::cancellation_type) {
             lock_engine::cancel(weak.lock());
@@ -105,7 +99,7 @@ void start_acquire(const lock_target& t, bool write, asio::any_completion_handle
     }
 }
 
-std::error_code release(const lock_target& t, bool write) {
+zkr::error_code release(const lock_target& t, bool write) {
     return t.engine->release(t.path, kind_of(t, write), std::this_thread::get_id());
 }
 
@@ -121,13 +115,13 @@ lock_state state(const lock_target& t, bool write) {
 
 std::int64_t fencing_token(const lock_target& t, bool write) {
     auto h = my_hold(t, write);
-    if (!h) throw std::system_error(make_error_code(errc::not_owner), "zkr: fencing token of \"" + t.path + "\"");
+    if (!h) throw zkr::system_error(make_error_code(errc::not_owner), "zkr: fencing token of \"" + t.path + "\"");
     return h->czxid;
 }
 
 std::string node_path(const lock_target& t, bool write) {
     auto h = my_hold(t, write);
-    if (!h) throw std::system_error(make_error_code(errc::not_owner), "zkr: lock node of \"" + t.path + "\"");
+    if (!h) throw zkr::system_error(make_error_code(errc::not_owner), "zkr: lock node of \"" + t.path + "\"");
     return h->node_path;
 }
 
@@ -140,13 +134,13 @@ subscription on_lost(const lock_target& t, std::function<void(const std::string&
     return t.engine->on_lost(t.path, std::move(fn));
 }
 
-void start_wait_lost(const lock_target& t, bool write, asio::any_completion_handler<void(async_error)> handler) {
+void start_wait_lost(const lock_target& t, bool write, asio::any_completion_handler<void(error_code)> handler) {
     auto executor = t.engine->client().executor();
     auto h = my_hold(t, write);
     completion<> done(std::move(handler), executor);
     if (!h) return done(make_error_code(errc::not_owner));
-    t.engine->wait_lost(h, completion<>([d = std::make_shared<completion<>>(std::move(done))](std::error_code ec) {
-        (*d)(to_async(ec));
+    t.engine->wait_lost(h, completion<>([d = std::make_shared<completion<>>(std::move(done))](zkr::error_code ec) {
+        (*d)(ec);
     }));
 }
 
@@ -174,7 +168,7 @@ void lock_view::unlock() noexcept {
 
 void lock_view::release() {
     if (auto ec = detail::release(target_, write_))
-        throw std::system_error(ec, "zkr: release of \"" + target_.path + "\"");
+        throw zkr::system_error(ec, "zkr: release of \"" + target_.path + "\"");
 }
 
 const char* to_string(lock_state s) noexcept {

@@ -63,11 +63,11 @@ public:
     typed_request(client_impl& c, bool retry_allowed, completion<Values...> done)
         : request(c, retry_allowed), done_(std::move(done)) {}
 
-    void fail(std::error_code ec) override { finish(ec, Values{}...); }
+    void fail(zkr::error_code ec) override { finish(ec, Values{}...); }
 
 protected:
     void succeed(Values... values) { finish({}, std::move(values)...); }
-    void finish(std::error_code ec, Values... values) {
+    void finish(zkr::error_code ec, Values... values) {
         done_(ec, std::move(values)...);
         delete this;
     }
@@ -283,7 +283,7 @@ private:
         }
         // A transport failure (no per-op answers) may be retried; an op's failure is final.
         if (rc != ZOK && !answered) return r->client.on_failure(r, rc);
-        std::error_code ec = make_zk_error_code(first_failure != ZOK ? first_failure : rc);
+        zkr::error_code ec = make_zk_error_code(first_failure != ZOK ? first_failure : rc);
         r->finish(ec, std::move(out));
     }
 
@@ -346,11 +346,11 @@ void on_auth_reply(int rc, const void*) {
 
 namespace zkr::detail {
 
-void watch_state::finish(std::error_code ec, watch_event ev) {
+void watch_state::finish(zkr::error_code ec, watch_event ev) {
     std::optional<watch_handler> handler;
     asio::any_io_executor work;
     sync_slot<watch_event>* slot = nullptr;
-    std::function<void(std::error_code, const watch_event&)> inline_fn;
+    std::function<void(zkr::error_code, const watch_event&)> inline_fn;
     {
         std::lock_guard lock(mutex);
         if (done) return;
@@ -363,14 +363,14 @@ void watch_state::finish(std::error_code ec, watch_event ev) {
         inline_fn = std::exchange(inline_waiter, {});
     }
     if (inline_fn) inline_fn(ec, ev);
-    if (handler) post_handler(std::move(*handler), work, async_error(ec), std::move(ev));
+    if (handler) post_handler(std::move(*handler), work, ec, std::move(ev));
     else if (slot) slot->set(ec, std::move(ev));
 }
 
-void watch_state::wait_inline(std::function<void(std::error_code, const watch_event&)> fn) {
+void watch_state::wait_inline(std::function<void(zkr::error_code, const watch_event&)> fn) {
     std::unique_lock lock(mutex);
     if (done) {
-        std::error_code ec = error;
+        zkr::error_code ec = error;
         watch_event ev = event;
         lock.unlock();
         fn(ec, ev);
@@ -387,25 +387,25 @@ void watch_state::cancel_wait() {
         handler = std::exchange(waiter, std::nullopt);
         work = std::exchange(waiter_work, {});
     }
-    if (handler) post_handler(std::move(*handler), work, async_error(asio::error::operation_aborted), watch_event{});
+    if (handler) post_handler(std::move(*handler), work, make_error_code(errc::cancelled), watch_event{});
 }
 
 void start_watch_wait(const std::shared_ptr<watch_state>& state, watch_handler handler) {
     if (!state) {
-        return post_handler(std::move(handler), asio::system_executor(), async_error(make_error_code(errc::bad_arguments)),
+        return post_handler(std::move(handler), asio::system_executor(), make_error_code(errc::bad_arguments),
                             watch_event{});
     }
     std::unique_lock lock(state->mutex);
     asio::any_io_executor work = asio::prefer(state->fallback_executor, asio::execution::outstanding_work.tracked);
     if (state->done) {
-        std::error_code ec = state->error;
+        zkr::error_code ec = state->error;
         watch_event ev = state->event;
         lock.unlock();
-        return post_handler(std::move(handler), work, async_error(ec), std::move(ev));
+        return post_handler(std::move(handler), work, ec, std::move(ev));
     }
     if (state->waiter || state->sync_waiter) {
         lock.unlock();  // one wait at a time
-        return post_handler(std::move(handler), work, async_error(make_error_code(errc::bad_arguments)), watch_event{});
+        return post_handler(std::move(handler), work, make_error_code(errc::bad_arguments), watch_event{});
     }
     auto slot = asio::get_associated_cancellation_slot(handler);
     if (slot.is_connected()) {
@@ -419,10 +419,10 @@ void start_watch_wait(const std::shared_ptr<watch_state>& state, watch_handler h
 
 void start_watch_remove(const std::shared_ptr<watch_state>& state, void_handler handler) {
     if (!state) {
-        return post_handler(std::move(handler), asio::system_executor(), async_error(make_error_code(errc::bad_arguments)));
+        return post_handler(std::move(handler), asio::system_executor(), make_error_code(errc::bad_arguments));
     }
     auto client = state->client_owner.lock();
-    if (!client) return post_handler(std::move(handler), state->fallback_executor, async_error(make_error_code(errc::client_closed)));
+    if (!client) return post_handler(std::move(handler), state->fallback_executor, make_error_code(errc::client_closed));
     client->remove_watch(state, completion<>(std::move(handler), client->executor()));
 }
 
@@ -492,11 +492,11 @@ void client_impl::open_handle() {
     if (!zh) {
         int err = errno ? errno : EINVAL;
         if (!thread_.joinable())
-            throw std::system_error(err, std::generic_category(),
+            throw zkr::system_error(error_code(err, boost::system::generic_category()),
                                     "zkr::client: the ZooKeeper C client refused connect string \"" + options_.connect + "\"");
         log::write(log::level::error, "zkr::client: could not open a new ZooKeeper handle: " + std::string(std::strerror(err)));
         reopen_timer_.expires_after(std::chrono::seconds(1));
-        reopen_timer_.async_wait([this](std::error_code ec) {
+        reopen_timer_.async_wait([this](zkr::error_code ec) {
             if (!ec && !closed_) open_handle();
         });
         return;
@@ -550,7 +550,7 @@ void client_impl::on_session_event(std::uint64_t generation, int zstate) {
             // The server expires a silent session after its timeout; past that we cannot
             // count on it, so we call it lost and start over (Curator does the same).
             lost_timer_.expires_after(session_timeout());
-            lost_timer_.async_wait([this, generation](std::error_code ec) {
+            lost_timer_.async_wait([this, generation](zkr::error_code ec) {
                 if (ec || closed_ || !suspended_) return;
                 {
                     std::shared_lock lock(handle_mutex_);
@@ -575,7 +575,7 @@ void client_impl::declare_lost(const char* why) {
     replace_handle(make_error_code(errc::session_expired));
 }
 
-void client_impl::replace_handle(std::error_code reason) {
+void client_impl::replace_handle(zkr::error_code reason) {
     zhandle_t* old;
     {
         std::unique_lock lock(handle_mutex_);
@@ -592,7 +592,7 @@ void client_impl::replace_handle(std::error_code reason) {
     if (!closed_) open_handle();
 }
 
-void client_impl::fail_watches(std::error_code ec) {
+void client_impl::fail_watches(zkr::error_code ec) {
     std::vector<std::shared_ptr<watch_state>> ended;
     {
         std::lock_guard lock(watches_mutex_);
@@ -723,8 +723,8 @@ void client_impl::wait_connected(std::chrono::milliseconds timeout) {
     std::unique_lock lock(state_mutex_);
     state_changed_.wait_for(lock, timeout, [&] { return connected_.load() || closed_.load(); });
     if (connected_) return;
-    if (closed_) throw std::system_error(make_error_code(errc::client_closed), "zkr::client::wait_connected");
-    throw std::system_error(make_error_code(errc::connect_timeout),
+    if (closed_) throw zkr::system_error(make_error_code(errc::client_closed), "zkr::client::wait_connected");
+    throw zkr::system_error(make_error_code(errc::connect_timeout),
                             "no ZooKeeper session with \"" + options_.connect + "\" within " + describe(timeout) +
                                 " (is a server listening there?)");
 }
@@ -752,7 +752,7 @@ void client_impl::wait_connected_async(completion<> done) {
     std::unique_lock lock(state_mutex_);
     if (connected_ || closed_) {
         lock.unlock();
-        return done(connected_ ? std::error_code{} : make_error_code(errc::client_closed));
+        return done(connected_ ? zkr::error_code{} : make_error_code(errc::client_closed));
     }
     connected_waiters_.push_back(std::move(done));
 }
@@ -766,7 +766,7 @@ void client_impl::next_state_async(completion<connection_state> done) {
     next_state_waiters_.push_back(std::move(done));
 }
 
-std::error_code client_impl::map_rc(int rc) const {
+zkr::error_code client_impl::map_rc(int rc) const {
     if (rc == ZCLOSING) return make_error_code(closed_ ? errc::client_closed : errc::session_expired);
     // The handle already knows its session expired; a new one is on its way.
     if (rc == ZINVALIDSTATE) return make_error_code(closed_ ? errc::client_closed : errc::session_expired);
@@ -794,13 +794,13 @@ void client_impl::submit(request* r) {
 }
 
 void client_impl::on_failure(request* r, int rc) {
-    std::error_code ec = map_rc(rc);
+    zkr::error_code ec = map_rc(rc);
     bool retry = r->retry_allowed && !closed_ && (is_retryable(ec) || ec == errc::session_expired);
     if (!retry) return r->fail(ec);
     asio::post(internal_, [this, r, ec] { schedule_retry(r, ec); });
 }
 
-void client_impl::schedule_retry(request* r, std::error_code ec) {
+void client_impl::schedule_retry(request* r, zkr::error_code ec) {
     if (closed_) return r->fail(make_error_code(errc::client_closed));
     auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - r->started);
     auto sleep = options_.retry_policy->next_sleep(retry::attempt{r->retries, elapsed, ec});
@@ -809,7 +809,7 @@ void client_impl::schedule_retry(request* r, std::error_code ec) {
     if (!r->backoff) r->backoff = std::make_unique<asio::steady_timer>(internal_);
     r->backoff->expires_after(*sleep);
     backing_off_.insert(r);
-    r->backoff->async_wait([this, r](std::error_code) {
+    r->backoff->async_wait([this, r](zkr::error_code) {
         backing_off_.erase(r);
         if (closed_) return r->fail(make_error_code(errc::client_closed));
         submit(r);
@@ -836,7 +836,7 @@ void client_impl::forget_watch(watch_state* ws) {
 namespace {
 
 // Bad input fails before it reaches the server (which would drop the connection for some).
-std::error_code check_input(std::string_view path, bool sequential, std::size_t data_size = 0) {
+zkr::error_code check_input(std::string_view path, bool sequential, std::size_t data_size = 0) {
     if (!path_problem(path, sequential).empty()) return make_error_code(errc::invalid_path);
     // jute.maxbuffer (1 MiB) bounds a whole packet; the server drops the connection past it.
     if (data_size > 1024 * 1024 - 1024 - path.size()) return make_error_code(errc::bad_arguments);
@@ -878,7 +878,7 @@ void client_impl::get_children(std::string path, bool watch, completion<children
 void client_impl::multi(std::vector<multi_op> ops, completion<std::vector<multi_op_result>> done) {
     std::size_t total = 0;
     for (const auto& o : ops) {
-        std::error_code ec = std::visit(
+        zkr::error_code ec = std::visit(
             [&](const auto& x) {
                 using T = std::decay_t<decltype(x)>;
                 if constexpr (std::is_same_v<T, op::create>) {

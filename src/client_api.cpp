@@ -14,18 +14,18 @@ using detail::sync_slot;
 // Runs one request and waits for its reply on the calling thread (no executor involved, so
 // this works from the client's own executor too).
 template <class... Values, class Start>
-std::tuple<Values...> run_blocking(Start&& start, std::error_code& ec) {
+std::tuple<Values...> run_blocking(Start&& start, zkr::error_code& ec) {
     sync_slot<Values...> slot;
     start(completion<Values...>(&slot));
     return slot.wait(ec);
 }
 
-[[noreturn]] void throw_error(std::error_code ec, const char* operation, const std::string& path) {
+[[noreturn]] void throw_error(zkr::error_code ec, const char* operation, const std::string& path) {
     std::string shown;
     for (char ch : path) shown += ch == '\0' ? std::string("\\0") : std::string(1, ch);
     std::string what = std::string("zkr::client::") + operation + " \"" + shown + "\"";
     if (ec == errc::invalid_path) what += ": " + path_problem(path);
-    throw std::system_error(ec, what);
+    throw zkr::system_error(ec, what);
 }
 
 }  // namespace
@@ -50,23 +50,23 @@ subscription client::on_state_change(std::function<void(connection_state)> liste
     return impl_->on_state_change(std::move(listener));
 }
 
-create_result client::create(std::string path, std::string data, create_mode mode, std::error_code& ec) {
+create_result client::create(std::string path, std::string data, create_mode mode, zkr::error_code& ec) {
     auto [r] = run_blocking<create_result>(
         [&](auto done) { impl_->create(std::move(path), std::move(data), mode, std::move(done)); }, ec);
     return std::move(r);
 }
 create_result client::create(std::string path, std::string data, create_mode mode) {
-    std::error_code ec;
+    zkr::error_code ec;
     auto r = create(path, std::move(data), mode, ec);
     if (ec) throw_error(ec, "create", path);
     return r;
 }
 
-void client::remove(std::string path, std::int32_t version, std::error_code& ec) {
+void client::remove(std::string path, std::int32_t version, zkr::error_code& ec) {
     run_blocking<>([&](auto done) { impl_->remove(std::move(path), version, std::move(done)); }, ec);
 }
 void client::remove(std::string path, std::int32_t version) {
-    std::error_code ec;
+    zkr::error_code ec;
     remove(path, version, ec);
     if (ec) throw_error(ec, "remove", path);
 }
@@ -74,7 +74,7 @@ void client::remove(std::string path, std::int32_t version) {
 namespace {
 template <class Result, class Start>
 Result blocking_read(Start start, const char* operation, const std::string& path) {
-    std::error_code ec;
+    zkr::error_code ec;
     auto [r] = run_blocking<Result>(start, ec);
     if (ec) throw_error(ec, operation, path);
     return std::move(r);
@@ -94,18 +94,18 @@ data_result client::get_data(std::string path) {
 data_result client::get_data(std::string path, set_watch_t) {
     return blocking_read<data_result>([&](auto done) { impl_->get_data(path, true, std::move(done)); }, "get_data", path);
 }
-data_result client::get_data(std::string path, std::error_code& ec) {
+data_result client::get_data(std::string path, zkr::error_code& ec) {
     auto [r] = run_blocking<data_result>([&](auto done) { impl_->get_data(std::move(path), false, std::move(done)); }, ec);
     return std::move(r);
 }
 
-zkr::stat client::set_data(std::string path, std::string data, std::int32_t version, std::error_code& ec) {
+zkr::stat client::set_data(std::string path, std::string data, std::int32_t version, zkr::error_code& ec) {
     auto [r] = run_blocking<zkr::stat>(
         [&](auto done) { impl_->set_data(std::move(path), std::move(data), version, std::move(done)); }, ec);
     return r;
 }
 zkr::stat client::set_data(std::string path, std::string data, std::int32_t version) {
-    std::error_code ec;
+    zkr::error_code ec;
     auto r = set_data(path, std::move(data), version, ec);
     if (ec) throw_error(ec, "set_data", path);
     return r;
@@ -119,21 +119,21 @@ children_result client::get_children(std::string path, set_watch_t) {
     return blocking_read<children_result>([&](auto done) { impl_->get_children(path, true, std::move(done)); },
                                           "get_children", path);
 }
-children_result client::get_children(std::string path, std::error_code& ec) {
+children_result client::get_children(std::string path, zkr::error_code& ec) {
     auto [r] = run_blocking<children_result>(
         [&](auto done) { impl_->get_children(std::move(path), false, std::move(done)); }, ec);
     return std::move(r);
 }
 
-std::vector<multi_op_result> client::multi(std::vector<multi_op> ops, std::error_code& ec) {
+std::vector<multi_op_result> client::multi(std::vector<multi_op> ops, zkr::error_code& ec) {
     auto [r] = run_blocking<std::vector<multi_op_result>>(
         [&](auto done) { impl_->multi(std::move(ops), std::move(done)); }, ec);
     return std::move(r);
 }
 std::vector<multi_op_result> client::multi(std::vector<multi_op> ops) {
-    std::error_code ec;
+    zkr::error_code ec;
     auto r = multi(std::move(ops), ec);
-    if (ec) throw std::system_error(ec, "zkr::client::multi");
+    if (ec) throw zkr::system_error(ec, "zkr::client::multi");
     return r;
 }
 
@@ -141,7 +141,7 @@ void client::create_parents(const std::string& path, create_mode parents_mode) {
     validate_path(path);
     for (std::size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {
         std::string prefix = slash == std::string::npos ? path : path.substr(0, slash);
-        std::error_code ec;
+        zkr::error_code ec;
         create(prefix, {}, parents_mode, ec);
         if (ec && ec != errc::node_exists) throw_error(ec, "create_parents", prefix);
         if (slash == std::string::npos) break;
@@ -163,7 +163,7 @@ const std::string& watch::path() const {
 
 namespace {
 // Registers a blocked caller, or returns the outcome if it is already known.
-std::optional<std::pair<std::error_code, watch_event>> attach(detail::watch_state& s, sync_slot<watch_event>& slot) {
+std::optional<std::pair<zkr::error_code, watch_event>> attach(detail::watch_state& s, sync_slot<watch_event>& slot) {
     std::lock_guard lock(s.mutex);
     if (s.done) return std::make_pair(s.error, s.event);
     if (s.waiter || s.sync_waiter) return std::make_pair(make_error_code(errc::bad_arguments), watch_event{});
@@ -173,23 +173,23 @@ std::optional<std::pair<std::error_code, watch_event>> attach(detail::watch_stat
 }  // namespace
 
 watch_event watch::wait() {
-    if (!state_) throw std::system_error(make_error_code(errc::bad_arguments), "zkr::watch::wait on an empty watch");
+    if (!state_) throw zkr::system_error(make_error_code(errc::bad_arguments), "zkr::watch::wait on an empty watch");
     sync_slot<watch_event> slot;
-    std::error_code ec;
+    zkr::error_code ec;
     watch_event ev;
     if (auto known = attach(*state_, slot)) {
         std::tie(ec, ev) = *known;
     } else {
         std::tie(ev) = slot.wait(ec);
     }
-    if (ec) throw std::system_error(ec, "zkr::watch::wait \"" + state_->path + "\"");
+    if (ec) throw zkr::system_error(ec, "zkr::watch::wait \"" + state_->path + "\"");
     return ev;
 }
 
 std::optional<watch_event> watch::wait_for(std::chrono::milliseconds timeout) {
-    if (!state_) throw std::system_error(make_error_code(errc::bad_arguments), "zkr::watch::wait_for on an empty watch");
+    if (!state_) throw zkr::system_error(make_error_code(errc::bad_arguments), "zkr::watch::wait_for on an empty watch");
     sync_slot<watch_event> slot;
-    std::error_code ec;
+    zkr::error_code ec;
     watch_event ev;
     if (auto known = attach(*state_, slot)) {
         std::tie(ec, ev) = *known;
@@ -206,15 +206,15 @@ std::optional<watch_event> watch::wait_for(std::chrono::milliseconds timeout) {
         // It fired as we gave up: the slot is being filled; take it.
         std::tie(ev) = slot.wait(ec);
     }
-    if (ec) throw std::system_error(ec, "zkr::watch::wait_for \"" + state_->path + "\"");
+    if (ec) throw zkr::system_error(ec, "zkr::watch::wait_for \"" + state_->path + "\"");
     return ev;
 }
 
-std::error_code watch::remove() {
+zkr::error_code watch::remove() {
     if (!state_) return make_error_code(errc::bad_arguments);
     auto c = state_->client_owner.lock();
     if (!c) return make_error_code(errc::client_closed);
-    std::error_code ec;
+    zkr::error_code ec;
     run_blocking<>([&](auto done) { c->remove_watch(state_, std::move(done)); }, ec);
     return ec;
 }

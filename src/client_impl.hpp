@@ -48,19 +48,19 @@ struct watch_state {
 
     std::mutex mutex;
     bool done = false;
-    std::error_code error;
+    zkr::error_code error;
     watch_event event;
     std::optional<watch_handler> waiter;
     boost::asio::any_io_executor waiter_work;
     sync_slot<watch_event>* sync_waiter = nullptr;
     // zkr's own waits (lock recipes): called on the thread that ends the watch; must not block.
-    std::function<void(std::error_code, const watch_event&)> inline_waiter;
+    std::function<void(zkr::error_code, const watch_event&)> inline_waiter;
 
     /// First call wins; completes a pending wait.
-    void finish(std::error_code ec, watch_event ev);
+    void finish(zkr::error_code ec, watch_event ev);
     void cancel_wait();
     /// Registers an inline waiter; if the watch already ended, calls it at once (on this thread).
-    void wait_inline(std::function<void(std::error_code, const watch_event&)> fn);
+    void wait_inline(std::function<void(zkr::error_code, const watch_event&)> fn);
 };
 
 /// For recipes: the state behind a zkr::watch.
@@ -76,7 +76,7 @@ public:
     /// Issues the C call with `this` as its data; returns the C client's synchronous rc.
     virtual int send(zhandle_t* zh) = 0;
     /// Delivers an error and deletes this.
-    virtual void fail(std::error_code ec) = 0;
+    virtual void fail(zkr::error_code ec) = 0;
     /// Called before each send, under the handle lock.
     virtual void on_send(std::uint64_t /*generation*/) {}
 
@@ -153,12 +153,12 @@ private:
     };
 
     void open_handle();
-    void replace_handle(std::error_code reason);
+    void replace_handle(zkr::error_code reason);
     void declare_lost(const char* why);
     void report(connection_state s);
-    void schedule_retry(request* r, std::error_code ec);
-    void fail_watches(std::error_code ec);
-    std::error_code map_rc(int rc) const;
+    void schedule_retry(request* r, zkr::error_code ec);
+    void fail_watches(zkr::error_code ec);
+    zkr::error_code map_rc(int rc) const;
 
     client_options options_;
     boost::asio::io_context internal_;

@@ -17,7 +17,6 @@
 #include <functional>
 #include <mutex>
 #include <optional>
-#include <system_error>
 #include <tuple>
 
 namespace zkr::detail {
@@ -26,13 +25,13 @@ namespace zkr::detail {
 template <class... Values>
 class sync_slot {
 public:
-    void set(std::error_code ec, Values... values) {
+    void set(zkr::error_code ec, Values... values) {
         std::lock_guard lock(mutex_);
         error_ = ec;
         values_.emplace(std::move(values)...);
         done_.notify_all();
     }
-    std::tuple<Values...> wait(std::error_code& ec) {
+    std::tuple<Values...> wait(zkr::error_code& ec) {
         std::unique_lock lock(mutex_);
         done_.wait(lock, [&] { return values_.has_value(); });
         ec = error_;
@@ -40,7 +39,7 @@ public:
     }
     /// Like wait(), but gives up after `timeout` (std::nullopt).
     template <class Duration>
-    std::optional<std::tuple<Values...>> wait_for(Duration timeout, std::error_code& ec) {
+    std::optional<std::tuple<Values...>> wait_for(Duration timeout, zkr::error_code& ec) {
         std::unique_lock lock(mutex_);
         if (!done_.wait_for(lock, timeout, [&] { return values_.has_value(); })) return std::nullopt;
         ec = error_;
@@ -50,7 +49,7 @@ public:
 private:
     std::mutex mutex_;
     std::condition_variable done_;
-    std::error_code error_;
+    zkr::error_code error_;
     std::optional<std::tuple<Values...>> values_;
 };
 
@@ -64,7 +63,7 @@ void post_handler(Handler handler, const Executor& io_executor, Args... args) {
 template <class... Values>
 class completion {
 public:
-    using handler_type = boost::asio::any_completion_handler<void(async_error, Values...)>;
+    using handler_type = boost::asio::any_completion_handler<void(error_code, Values...)>;
 
     /// `io_executor`: the client's; it counts as busy until the handler is posted.
     completion(handler_type handler, const boost::asio::any_io_executor& io_executor)
@@ -73,14 +72,14 @@ public:
     explicit completion(sync_slot<Values...>* slot) : slot_(slot) {}
     /// For zkr's own state machines: runs `fn` on whichever thread completes the request (often
     /// the ZooKeeper C client's). It must not block and must not call user code.
-    using inline_fn = std::function<void(std::error_code, Values...)>;
+    using inline_fn = std::function<void(zkr::error_code, Values...)>;
     explicit completion(inline_fn fn) : inline_(std::move(fn)) {}
 
     completion(completion&&) = default;
     completion& operator=(completion&&) = default;
 
     /// Delivers the result; call once.
-    void operator()(async_error ec, Values... values) {
+    void operator()(error_code ec, Values... values) {
         if (slot_) {
             slot_->set(ec, std::move(values)...);
             return;

@@ -1,11 +1,17 @@
 #include "zkr/error.hpp"
 
+#include <boost/system/errc.hpp>
+
 #include <string>
 
 namespace zkr {
 namespace {
 
-class zkr_error_category final : public std::error_category {
+class zkr_error_category final : public boost::system::error_category {
+public:
+    // A fixed id: categories compare equal across shared-library boundaries.
+    constexpr zkr_error_category() noexcept : boost::system::error_category(0x7a6b725f65727273ULL) {}
+
 public:
     const char* name() const noexcept override { return "zkr"; }
 
@@ -51,19 +57,33 @@ public:
             case errc::lock_lost: return "the lock was lost with its ZooKeeper session";
             case errc::upgrade_refused: return "read lock holder may not take the write lock (upgrade would deadlock)";
             case errc::watch_removed: return "watch removed before it fired";
+            case errc::timed_out: return "the deadline passed";
+            case errc::cancelled: return "the operation was cancelled";
+            case errc::attempts_exhausted: return "the operation started over as often as it may";
         }
         return "unknown zkr error " + std::to_string(value);
+    }
+
+    // Portable conditions for zkr's own deadline and cancellation, so code written against
+    // Asio's conventions (boost::system::errc::operation_canceled, timed_out) recognises them.
+    boost::system::error_condition default_error_condition(int value) const noexcept override {
+        switch (static_cast<errc>(value)) {
+            case errc::timed_out:
+            case errc::connect_timeout: return boost::system::errc::make_error_condition(boost::system::errc::timed_out);
+            case errc::cancelled: return boost::system::errc::make_error_condition(boost::system::errc::operation_canceled);
+            default: return {value, *this};
+        }
     }
 };
 
 }  // namespace
 
-const std::error_category& zkr_category() noexcept {
+const boost::system::error_category& zkr_category() noexcept {
     static const zkr_error_category category;
     return category;
 }
 
-bool is_retryable(const std::error_code& ec) noexcept {
+bool is_retryable(const error_code& ec) noexcept {
     if (ec.category() != zkr_category()) return false;
     switch (static_cast<errc>(ec.value())) {
         case errc::connection_loss:
@@ -76,7 +96,7 @@ bool is_retryable(const std::error_code& ec) noexcept {
     }
 }
 
-bool is_session_lost(const std::error_code& ec) noexcept {
+bool is_session_lost(const error_code& ec) noexcept {
     if (ec.category() != zkr_category()) return false;
     switch (static_cast<errc>(ec.value())) {
         case errc::session_expired:
@@ -85,6 +105,26 @@ bool is_session_lost(const std::error_code& ec) noexcept {
         case errc::closing:
         case errc::client_closed:
         case errc::lock_lost:
+            return true;
+        default:
+            return false;
+    }
+}
+
+}  // namespace zkr
+
+namespace zkr {
+
+bool is_connection_trouble(const error_code& ec) noexcept {
+    if (is_retryable(ec)) return true;
+    if (ec.category() != zkr_category()) return false;
+    switch (static_cast<errc>(ec.value())) {
+        case errc::session_expired:
+        case errc::invalid_state:
+        case errc::closing:
+        case errc::timed_out:
+        case errc::connect_timeout:
+        case errc::attempts_exhausted:
             return true;
         default:
             return false;

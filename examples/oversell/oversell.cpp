@@ -92,10 +92,10 @@ outcome run_sale(bool locked, const std::string& connect, int workers, int stock
     result.stock_left = std::stoi(check.get_data(root + "/stock").data);
     // Leave nothing behind.
     for (const auto& child : check.get_children(root).children) {
-        std::error_code ec;
+        zkr::error_code ec;
         check.remove(root + "/" + child, zkr::any_version, ec);
     }
-    std::error_code ec;
+    zkr::error_code ec;
     check.remove(root, zkr::any_version, ec);
     return result;
 }

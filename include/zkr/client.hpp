@@ -52,9 +52,9 @@ inline constexpr set_watch_t set_watch{};
 namespace detail {
 class client_impl;
 template <class T>
-using handler = boost::asio::any_completion_handler<void(async_error, T)>;
-using empty_handler = boost::asio::any_completion_handler<void(async_error)>;
-using state_handler = boost::asio::any_completion_handler<void(async_error, connection_state)>;
+using handler = boost::asio::any_completion_handler<void(error_code, T)>;
+using empty_handler = boost::asio::any_completion_handler<void(error_code)>;
+using state_handler = boost::asio::any_completion_handler<void(error_code, connection_state)>;
 
 void start_create(client_impl&, std::string path, std::string data, create_mode, handler<create_result>);
 void start_remove(client_impl&, std::string path, std::int32_t version, empty_handler);
@@ -96,13 +96,12 @@ private:
 /// reports `lost` and opens a new one by itself. Thread-safe.
 ///
 /// Async operations: the handler signature is given per operation, its error a
-/// zkr::async_error (boost::system::error_code: it holds the same zkr::errc values, compares
-/// with them and converts to std::error_code; Asio's use_future and use_awaitable turn it into
-/// exceptions). The handler runs on its associated
+/// zkr::error_code holding zkr::errc values (Asio's use_future and use_awaitable throw it as
+/// zkr::system_error, the same type the blocking forms throw). The handler runs on its associated
 /// executor, by default the client's (see client_options::executor), never on the ZooKeeper C
 /// client's threads. Idempotent operations are retried under the retry policy on connection
 /// loss, operation timeout, session moved, throttling and session expiry.
-/// Blocking forms throw std::system_error; the forms taking std::error_code& report instead.
+/// Blocking forms throw zkr::system_error; the forms taking zkr::error_code& report instead.
 /// Blocking forms may be called from any thread, including the client's executor.
 class client {
 public:
@@ -131,7 +130,7 @@ public:
     /// How many sessions this client has established (1 after the first connect).
     std::uint64_t session_count() const;
 
-    /// Blocks until connected. Throws std::system_error(errc::connect_timeout) naming the
+    /// Blocks until connected. Throws zkr::system_error(errc::connect_timeout) naming the
     /// connect string after `timeout`, or errc::client_closed.
     void wait_connected(std::chrono::milliseconds timeout);
     void wait_connected() { wait_connected(options().connection_timeout); }
@@ -139,42 +138,42 @@ public:
     /// Calls `listener` with every state change, in order, on the client's executor.
     subscription on_state_change(std::function<void(connection_state)> listener);
 
-    /// Completes at once if connected, else with the next connection. Handler: void(async_error).
+    /// Completes at once if connected, else with the next connection. Handler: void(error_code).
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_wait_connected(CompletionToken&& token = {}) {
-        return boost::asio::async_initiate<CompletionToken, void(async_error)>(
+        return boost::asio::async_initiate<CompletionToken, void(error_code)>(
             [this](auto h) { detail::start_wait_connected(*impl_, std::move(h)); }, token);
     }
-    /// Completes with the next state change. Handler: void(async_error, connection_state).
+    /// Completes with the next state change. Handler: void(error_code, connection_state).
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_next_state(CompletionToken&& token = {}) {
-        return boost::asio::async_initiate<CompletionToken, void(async_error, connection_state)>(
+        return boost::asio::async_initiate<CompletionToken, void(error_code, connection_state)>(
             [this](auto h) { detail::start_next_state(*impl_, std::move(h)); }, token);
     }
 
-    // --- create. Handler: void(async_error, zkr::create_result) ---
+    // --- create. Handler: void(error_code, zkr::create_result) ---
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_create(std::string path, std::string data, create_mode mode, CompletionToken&& token = {}) {
-        return boost::asio::async_initiate<CompletionToken, void(async_error, create_result)>(
+        return boost::asio::async_initiate<CompletionToken, void(error_code, create_result)>(
             [this](auto h, std::string p, std::string d, create_mode m) {
                 detail::start_create(*impl_, std::move(p), std::move(d), m, std::move(h));
             },
             token, std::move(path), std::move(data), mode);
     }
     create_result create(std::string path, std::string data = {}, create_mode mode = create_mode::persistent);
-    create_result create(std::string path, std::string data, create_mode mode, std::error_code& ec);
+    create_result create(std::string path, std::string data, create_mode mode, zkr::error_code& ec);
 
-    // --- remove (ZooKeeper's delete). Handler: void(async_error) ---
+    // --- remove (ZooKeeper's delete). Handler: void(error_code) ---
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_remove(std::string path, std::int32_t version, CompletionToken&& token = {}) {
-        return boost::asio::async_initiate<CompletionToken, void(async_error)>(
+        return boost::asio::async_initiate<CompletionToken, void(error_code)>(
             [this](auto h, std::string p, std::int32_t v) { detail::start_remove(*impl_, std::move(p), v, std::move(h)); },
             token, std::move(path), version);
     }
     void remove(std::string path, std::int32_t version = any_version);
-    void remove(std::string path, std::int32_t version, std::error_code& ec);
+    void remove(std::string path, std::int32_t version, zkr::error_code& ec);
 
-    // --- exists. Handler: void(async_error, zkr::exists_result); no node is not an error ---
+    // --- exists. Handler: void(error_code, zkr::exists_result); no node is not an error ---
     template <detail::completion_token_not_watch CompletionToken = boost::asio::deferred_t>
     auto async_exists(std::string path, CompletionToken&& token = {}) {
         return async_read<exists_result>(&detail::start_exists, std::move(path), false, std::forward<CompletionToken>(token));
@@ -186,7 +185,7 @@ public:
     exists_result exists(std::string path);
     exists_result exists(std::string path, set_watch_t);
 
-    // --- get_data. Handler: void(async_error, zkr::data_result) ---
+    // --- get_data. Handler: void(error_code, zkr::data_result) ---
     template <detail::completion_token_not_watch CompletionToken = boost::asio::deferred_t>
     auto async_get_data(std::string path, CompletionToken&& token = {}) {
         return async_read<data_result>(&detail::start_get_data, std::move(path), false, std::forward<CompletionToken>(token));
@@ -197,21 +196,21 @@ public:
     }
     data_result get_data(std::string path);
     data_result get_data(std::string path, set_watch_t);
-    data_result get_data(std::string path, std::error_code& ec);
+    data_result get_data(std::string path, zkr::error_code& ec);
 
-    // --- set_data. Handler: void(async_error, zkr::stat) ---
+    // --- set_data. Handler: void(error_code, zkr::stat) ---
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_set_data(std::string path, std::string data, std::int32_t version, CompletionToken&& token = {}) {
-        return boost::asio::async_initiate<CompletionToken, void(async_error, zkr::stat)>(
+        return boost::asio::async_initiate<CompletionToken, void(error_code, zkr::stat)>(
             [this](auto h, std::string p, std::string d, std::int32_t v) {
                 detail::start_set_data(*impl_, std::move(p), std::move(d), v, std::move(h));
             },
             token, std::move(path), std::move(data), version);
     }
     zkr::stat set_data(std::string path, std::string data, std::int32_t version = any_version);
-    zkr::stat set_data(std::string path, std::string data, std::int32_t version, std::error_code& ec);
+    zkr::stat set_data(std::string path, std::string data, std::int32_t version, zkr::error_code& ec);
 
-    // --- get_children. Handler: void(async_error, zkr::children_result) ---
+    // --- get_children. Handler: void(error_code, zkr::children_result) ---
     template <detail::completion_token_not_watch CompletionToken = boost::asio::deferred_t>
     auto async_get_children(std::string path, CompletionToken&& token = {}) {
         return async_read<children_result>(&detail::start_get_children, std::move(path), false,
@@ -224,18 +223,18 @@ public:
     }
     children_result get_children(std::string path);
     children_result get_children(std::string path, set_watch_t);
-    children_result get_children(std::string path, std::error_code& ec);
+    children_result get_children(std::string path, zkr::error_code& ec);
 
-    // --- multi (all or nothing). Handler: void(async_error, std::vector<zkr::multi_op_result>);
+    // --- multi (all or nothing). Handler: void(error_code, std::vector<zkr::multi_op_result>);
     // on failure the error is the first failing op's and the results say which one ---
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_multi(std::vector<multi_op> ops, CompletionToken&& token = {}) {
-        return boost::asio::async_initiate<CompletionToken, void(async_error, std::vector<multi_op_result>)>(
+        return boost::asio::async_initiate<CompletionToken, void(error_code, std::vector<multi_op_result>)>(
             [this](auto h, std::vector<multi_op> o) { detail::start_multi(*impl_, std::move(o), std::move(h)); }, token,
             std::move(ops));
     }
     std::vector<multi_op_result> multi(std::vector<multi_op> ops);
-    std::vector<multi_op_result> multi(std::vector<multi_op> ops, std::error_code& ec);
+    std::vector<multi_op_result> multi(std::vector<multi_op> ops, zkr::error_code& ec);
 
     /// Creates `path` and any missing parents as persistent nodes (or containers); an existing
     /// node is fine. Blocking.
@@ -247,7 +246,7 @@ public:
 private:
     template <class Result, class Start, class CompletionToken>
     auto async_read(Start start, std::string path, bool watch, CompletionToken&& token) {
-        return boost::asio::async_initiate<CompletionToken, void(async_error, Result)>(
+        return boost::asio::async_initiate<CompletionToken, void(error_code, Result)>(
             [this, start](auto h, std::string p, bool w) { start(*impl_, std::move(p), w, std::move(h)); }, token,
             std::move(path), watch);
     }

@@ -26,7 +26,7 @@ namespace zkr {
 /// Lifetime: the client must outlive the lock. Destroying a lock object does not release holds.
 class lock_view {
 public:
-    /// Blocks until held. Throws std::system_error when it cannot be acquired (errc::lock_lost if
+    /// Blocks until held. Throws zkr::system_error when it cannot be acquired (errc::lock_lost if
     /// the calling thread's hold was lost; errc::upgrade_refused for a read holder asking for the
     /// write side; client closed; session trouble beyond the retry policy).
     void lock() { detail::acquire(target_, write_, true, std::nullopt); }
@@ -46,25 +46,25 @@ public:
     /// and ignored. Returns at once: the node's delete is sent, guaranteed, and ordered before
     /// anything this client sends next.
     void unlock() noexcept;
-    /// Like unlock(), but a thread that holds nothing gets std::system_error(errc::not_owner)
+    /// Like unlock(), but a thread that holds nothing gets zkr::system_error(errc::not_owner)
     /// and the lock stays as it was.
     void release();
 
-    /// Acquires for the initiating thread. Handler: void(zkr::async_error). Per-operation
-    /// cancellation (terminal) ends the wait with boost::asio::error::operation_aborted and
+    /// Acquires for the initiating thread. Handler: void(zkr::error_code). Per-operation
+    /// cancellation (terminal) ends the wait with errc::cancelled and
     /// removes our node and watch.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_lock(CompletionToken&& token = {}) {
-        return boost::asio::async_initiate<CompletionToken, void(async_error)>(
+        return boost::asio::async_initiate<CompletionToken, void(error_code)>(
             [this](auto handler) { detail::start_acquire(target_, write_, std::move(handler)); }, token);
     }
 
     /// Completes with errc::lock_lost when the calling thread's hold is lost, or with
-    /// boost::asio::error::operation_aborted once it is released first; errc::not_owner if the
-    /// thread holds nothing. Handler: void(zkr::async_error).
+    /// errc::cancelled once it is released first; errc::not_owner if the
+    /// thread holds nothing. Handler: void(zkr::error_code).
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_wait_lost(CompletionToken&& token = {}) {
-        return boost::asio::async_initiate<CompletionToken, void(async_error)>(
+        return boost::asio::async_initiate<CompletionToken, void(error_code)>(
             [this](auto handler) { detail::start_wait_lost(target_, write_, std::move(handler)); }, token);
     }
     /// Calls `handler(node path)` on the client's executor whenever a hold of this lock path

@@ -3,7 +3,6 @@
 
 #include <string>
 #include <string_view>
-#include <system_error>
 
 namespace zkr {
 

@@ -11,7 +11,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
-#include <system_error>
+#include "zkr/error.hpp"
 
 namespace zkr::retry {
 
@@ -19,7 +19,7 @@ namespace zkr::retry {
 struct attempt {
     int retry_count;                    ///< 0 for the first retry (i.e. after the first failure)
     std::chrono::milliseconds elapsed;  ///< time since the operation's first try started, on the caller's clock
-    std::error_code error;              ///< the failure that prompts this retry decision
+    zkr::error_code error;              ///< the failure that prompts this retry decision
 };
 
 /// Uniform integer in [0, bound). Injected so that jitter is deterministic in tests.

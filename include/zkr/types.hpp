@@ -5,7 +5,7 @@
 
 #include <cstdint>
 #include <string>
-#include <system_error>
+#include "zkr/error.hpp"
 #include <variant>
 #include <vector>
 
@@ -111,7 +111,7 @@ using multi_op = std::variant<op::create, op::remove, op::set_data, op::check>;
 
 /// The outcome of one operation of a multi.
 struct multi_op_result {
-    std::error_code error;  ///< for a failed multi: the failing op's error; the others runtime_inconsistency/ok
+    zkr::error_code error;  ///< for a failed multi: the failing op's error; the others runtime_inconsistency/ok
     std::string path;       ///< created path, for op::create
     zkr::stat stat;         ///< for op::set_data
 };

@@ -26,8 +26,8 @@ struct watch_event {
 namespace detail {
 struct watch_state;
 struct watch_access;
-using watch_handler = boost::asio::any_completion_handler<void(async_error, watch_event)>;
-using void_handler = boost::asio::any_completion_handler<void(async_error)>;
+using watch_handler = boost::asio::any_completion_handler<void(error_code, watch_event)>;
+using void_handler = boost::asio::any_completion_handler<void(error_code)>;
 void start_watch_wait(const std::shared_ptr<watch_state>& state, watch_handler handler);
 void start_watch_remove(const std::shared_ptr<watch_state>& state, void_handler handler);
 }  // namespace detail
@@ -48,35 +48,35 @@ public:
     /// The watched path.
     const std::string& path() const;
 
-    /// Waits for the event. Handler: void(zkr::async_error, zkr::watch_event). The handler runs
+    /// Waits for the event. Handler: void(zkr::error_code, zkr::watch_event). The handler runs
     /// on its associated executor, by default the client's. Per-operation cancellation
-    /// (terminal) ends the wait with boost::asio::error::operation_aborted; the watch stays set.
+    /// (terminal) ends the wait with errc::cancelled; the watch stays set.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_wait(CompletionToken&& token = {}) {
-        return boost::asio::async_initiate<CompletionToken, void(async_error, watch_event)>(
+        return boost::asio::async_initiate<CompletionToken, void(error_code, watch_event)>(
             [](auto handler, std::shared_ptr<detail::watch_state> state) {
                 detail::start_watch_wait(state, std::move(handler));
             },
             token, state_);
     }
 
-    /// Blocks until the watch fires; throws std::system_error if it ends otherwise.
+    /// Blocks until the watch fires; throws zkr::system_error if it ends otherwise.
     watch_event wait();
     /// Like wait(), but gives up after `timeout` and returns std::nullopt.
     std::optional<watch_event> wait_for(std::chrono::milliseconds timeout);
 
     /// Removes the watch from the server (so it leaves nothing behind) and ends it with
-    /// errc::watch_removed. Handler: void(zkr::async_error); errc::no_watcher if it had fired.
+    /// errc::watch_removed. Handler: void(zkr::error_code); errc::no_watcher if it had fired.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_remove(CompletionToken&& token = {}) {
-        return boost::asio::async_initiate<CompletionToken, void(async_error)>(
+        return boost::asio::async_initiate<CompletionToken, void(error_code)>(
             [](auto handler, std::shared_ptr<detail::watch_state> state) {
                 detail::start_watch_remove(state, std::move(handler));
             },
             token, state_);
     }
     /// Blocking remove; returns the error instead of throwing (no_watcher is expected).
-    std::error_code remove();
+    zkr::error_code remove();
 
 private:
     friend struct detail::watch_access;

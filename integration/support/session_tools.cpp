@@ -101,7 +101,7 @@ bool state_log::saw(zkr::connection_state s) {
 }
 
 std::size_t queue_length(zkr::client& c, const std::string& path) {
-    std::error_code ec;
+    zkr::error_code ec;
     auto r = c.get_children(path, ec);
     return ec ? 0 : r.children.size();
 }

@@ -21,7 +21,7 @@ namespace {
 
 constexpr std::int64_t session = 42;
 
-std::error_code ec(errc e) { return zkr::make_error_code(e); }
+zkr::error_code ec(errc e) { return zkr::make_error_code(e); }
 
 acquire_options options(lock_kind kind = lock_kind::exclusive, bool wait = true) {
     acquire_options o;
@@ -469,7 +469,7 @@ TEST_CASE("acquire_fsm 11b: setting the watch fails", "[acquire_fsm]") {
 }
 
 TEST_CASE("acquire_fsm 12: abandon", "[acquire_fsm]") {
-    const auto reason = std::make_error_code(std::errc::operation_canceled);
+    const auto reason = zkr::make_error_code(zkr::errc::cancelled);
 
     SECTION("while waiting: remove the watch, then done with our node removed") {
         auto f = make();
@@ -720,7 +720,7 @@ TEST_CASE("acquire_fsm: replies out of phase are ignored", "[acquire_fsm]") {
 // them: finish_abandoned(stale_nodes(children))). A u1 node that landed late then stays in the
 // queue, at its head, blocking every other contender until our session ends.
 TEST_CASE("acquire_fsm 12b: abandon during a later attempt's create still removes stale nodes", "[acquire_fsm]") {
-    const auto reason = std::make_error_code(std::errc::timed_out);
+    const auto reason = zkr::make_error_code(zkr::errc::timed_out);
     auto f = make();
     f.start();
     // u1's reply was lost and it is not listed: a new attempt (u2).

@@ -1,5 +1,6 @@
 #include "zkr/error.hpp"
 
+#include <boost/asio/error.hpp>
 #include <catch2/catch.hpp>
 
 #include <zookeeper/zookeeper.h>
@@ -42,14 +43,50 @@ TEST_CASE("retryable and session-lost predicates", "[error]") {
         CHECK_FALSE(zkr::is_session_lost(e));
     }
     // Codes of other categories are never ours.
-    CHECK_FALSE(zkr::is_retryable(std::make_error_code(std::errc::timed_out)));
-    CHECK_FALSE(zkr::is_session_lost(std::make_error_code(std::errc::connection_reset)));
+    CHECK_FALSE(zkr::is_retryable(zkr::error_code(boost::system::errc::make_error_code(boost::system::errc::timed_out))));
+    CHECK_FALSE(zkr::is_session_lost(zkr::error_code(boost::system::errc::make_error_code(boost::system::errc::connection_reset))));
 }
 
 TEST_CASE("zkr's own errors have messages and convert from the enum", "[error]") {
-    std::error_code ec = zkr::errc::upgrade_refused;
+    zkr::error_code ec = zkr::errc::upgrade_refused;
     CHECK(ec.category().name() == std::string("zkr"));
     CHECK(ec.message().find("upgrade") != std::string::npos);
-    CHECK(std::error_code(zkr::errc::not_owner).message().find("does not hold") != std::string::npos);
-    CHECK(std::error_code(999, zkr::zkr_category()).message() == "unknown zkr error 999");
+    CHECK(zkr::error_code(zkr::errc::not_owner).message().find("does not hold") != std::string::npos);
+    CHECK(zkr::error_code(999, zkr::zkr_category()).message() == "unknown zkr error 999");
+}
+
+TEST_CASE("zkr's deadline and cancellation codes meet Asio's conditions", "[error]") {
+    namespace bse = boost::system::errc;
+    zkr::error_code cancelled = zkr::errc::cancelled;
+    zkr::error_code timed_out = zkr::errc::timed_out;
+    CHECK(cancelled == bse::operation_canceled);
+    CHECK(zkr::error_code(boost::asio::error::operation_aborted) == bse::operation_canceled);
+    CHECK(timed_out == bse::timed_out);
+    CHECK(zkr::error_code(zkr::errc::connect_timeout) == bse::timed_out);
+    CHECK_FALSE(zkr::error_code(zkr::errc::connection_loss) == bse::timed_out);
+    // ZooKeeper's own codes keep their zkr identity.
+    CHECK(zkr::error_code(zkr::errc::no_node).default_error_condition().category() == zkr::zkr_category());
+    // One type for sync and async: an error_code converts to std::error_code for code that wants it.
+    std::error_code as_std = zkr::error_code(zkr::errc::lock_lost);
+    CHECK(as_std.value() == static_cast<int>(zkr::errc::lock_lost));
+    CHECK(as_std.message() == zkr::error_code(zkr::errc::lock_lost).message());
+}
+
+TEST_CASE("connection trouble: what try_lock reports as not acquired", "[error]") {
+    using zkr::errc;
+    for (auto e : {errc::connection_loss, errc::operation_timeout, errc::session_expired, errc::timed_out,
+                   errc::connect_timeout, errc::attempts_exhausted, errc::session_moved})
+        CHECK(zkr::is_connection_trouble(e));
+    for (auto e : {errc::no_node, errc::client_closed, errc::upgrade_refused, errc::lock_lost, errc::no_auth,
+                   errc::cancelled, errc::invalid_path})
+        CHECK_FALSE(zkr::is_connection_trouble(e));
+}
+
+TEST_CASE("a thrown zkr::system_error carries the code and the context", "[error]") {
+    try {
+        throw zkr::system_error(zkr::errc::not_owner, "zkr: release of \"/x\"");
+    } catch (const boost::system::system_error& e) {
+        CHECK(e.code() == zkr::errc::not_owner);
+        CHECK(std::string(e.what()).find("/x") != std::string::npos);
+    }
 }

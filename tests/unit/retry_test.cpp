@@ -23,7 +23,7 @@ namespace retry = zkr::retry;
 namespace {
 
 retry::attempt attempt_at(int retry_count, milliseconds elapsed = 0ms,
-                          std::error_code error = make_error_code(errc::connection_loss)) {
+                          zkr::error_code error = make_error_code(errc::connection_loss)) {
     return {retry_count, elapsed, error};
 }
 
@@ -326,7 +326,7 @@ TEST_CASE("session_failed refuses lost sessions and defers everything else", "[r
     }
 
     SECTION("errors from other categories go to the delegate") {
-        CHECK(policy.next_sleep(attempt_at(0, 0ms, std::make_error_code(std::errc::timed_out))) ==
+        CHECK(policy.next_sleep(attempt_at(0, 0ms, zkr::error_code(boost::system::errc::make_error_code(boost::system::errc::timed_out)))) ==
               77ms);
         CHECK(delegate->calls == 1);
     }

@@ -27,15 +27,15 @@ struct lock_target {
 lock_target make_lock_target(client& c, std::string path, bool read_write, const char* who);
 
 /// Takes the lock for the calling thread (re-entering its hold if it has one). `wait` false: one
-/// round. Returns false when a try or a deadline found it taken; throws std::system_error when
+/// round. Returns false when a try or a deadline found it taken; throws zkr::system_error when
 /// it cannot tell (session lost, client closed, upgrade refused).
 bool acquire(const lock_target& t, bool write, bool wait, std::optional<std::chrono::steady_clock::time_point> deadline);
 
-/// The async form, for the initiating thread. Handler: void(async_error).
-void start_acquire(const lock_target& t, bool write, boost::asio::any_completion_handler<void(async_error)> handler);
+/// The async form, for the initiating thread. Handler: void(error_code).
+void start_acquire(const lock_target& t, bool write, boost::asio::any_completion_handler<void(error_code)> handler);
 
 /// One release by the calling thread: errc::not_owner if it holds nothing here.
-std::error_code release(const lock_target& t, bool write);
+zkr::error_code release(const lock_target& t, bool write);
 
 int hold_count(const lock_target& t, bool write);
 lock_state state(const lock_target& t, bool write);
@@ -44,7 +44,7 @@ std::string node_path(const lock_target& t, bool write);
 bool acquired_in_process(const lock_target& t);
 std::vector<participant> participants(const lock_target& t);
 subscription on_lost(const lock_target& t, std::function<void(const std::string&)> fn);
-void start_wait_lost(const lock_target& t, bool write, boost::asio::any_completion_handler<void(async_error)> handler);
+void start_wait_lost(const lock_target& t, bool write, boost::asio::any_completion_handler<void(error_code)> handler);
 lock_statistics statistics(const lock_target& t);
 
 template <class Clock, class Duration>
