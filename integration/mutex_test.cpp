@@ -318,7 +318,7 @@ TEST_CASE("create reply lost and a new session in between: the old node is delet
     proxy.refuse_connections(true);
     proxy.lose_next_reply({15});
     auto old_session = c.session_id();
-    auto credentials = c.impl().session_credentials();
+    auto credentials = zkr::detail::client_access::impl(c)->session_credentials();
     std::promise<void> checked;
     auto locked = std::async(std::launch::async, [&] {
         m.lock();
@@ -531,35 +531,49 @@ TEST_CASE("leader killed: holds and queue survive", "[mutex][fault][ensemble][ow
     CHECK(eventually([&] { return w.acquired.load(); }, 15s));
 }
 
-TEST_CASE("async lock: callback and future and coroutine", "[mutex][async]") {
+TEST_CASE("async lock: callback and future and coroutine, each owning its hold", "[mutex][async]") {
     std::string path = unique_path("mutex-async");
     zkr::client c(test_options(test_connect_string()));
     zkr::mutex m(c, path);
 
-    std::promise<zkr::error_code> got;
-    m.async_lock([&](zkr::error_code ec) { got.set_value(ec); });
-    CHECK_FALSE(got.get_future().get());
-    // The hold belongs to the thread that started it (this one).
-    CHECK(m.is_held_by_current_thread());
-    m.unlock();
+    std::promise<std::pair<zkr::error_code, zkr::lock_hold>> got;
+    m.async_lock([&](zkr::error_code ec, zkr::lock_hold h) { got.set_value({ec, std::move(h)}); });
+    auto [ec, hold] = got.get_future().get();
+    CHECK_FALSE(ec);
+    REQUIRE(hold.owns_lock());
+    CHECK(hold.state() == zkr::lock_state::held);
+    CHECK(hold.lock_path() == path);
+    CHECK(hold.node_path().rfind(path + "/_c_", 0) == 0);
+    CHECK(hold.fencing_token() > 0);
+    CHECK_FALSE(hold.is_shared());
+    // The hold belongs to its object, not to the thread that started it.
+    CHECK_FALSE(m.is_held_by_current_thread());
+    CHECK(m.is_acquired_in_this_process());
+    hold.unlock();
+    CHECK_FALSE(hold.owns_lock());
+    CHECK(hold.state() == zkr::lock_state::not_held);
+    CHECK_THROWS_AS(hold.fencing_token(), zkr::system_error);
 
-    m.async_lock(asio::use_future).get();
-    CHECK(m.hold_count() == 1);
-    m.unlock();
+    {
+        auto h = m.async_lock(asio::use_future).get();
+        CHECK(h.owns_lock());
+        CHECK(m.hold_count() == 0);
+    }  // released by its destructor
+    CHECK(eventually([&] { return queue_length(c, path) == 0; }));
 
     asio::io_context io;
-    int held_inside = 0;
+    bool held_inside = false;
     asio::co_spawn(
         io,
         [&]() -> asio::awaitable<void> {
-            co_await m.async_lock(asio::use_awaitable);
-            held_inside = m.hold_count();
-            m.unlock();
+            auto h = co_await m.async_lock(asio::use_awaitable);
+            held_inside = h.state() == zkr::lock_state::held;
+            co_await h.async_unlock(asio::use_awaitable);
         },
         asio::detached);
     io.run();
-    CHECK(held_inside == 1);
-    CHECK(m.hold_count() == 0);
+    CHECK(held_inside);
+    CHECK(queue_length(c, path) == 0);  // async_unlock completed after the node was gone
 }
 
 TEST_CASE("invalid lock paths are refused at construction", "[mutex][input]") {

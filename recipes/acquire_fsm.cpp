@@ -1,6 +1,5 @@
 #include "acquire_fsm.hpp"
 
-#include "zkr/error.hpp"
 #include "zkr/path.hpp"
 
 #include <algorithm>
@@ -9,14 +8,13 @@ namespace zkr::detail {
 namespace {
 
 // The request may or may not have been applied; only a fresh look tells.
-bool outcome_unknown(zkr::error_code ec) { return is_retryable(ec) || ec == errc::session_expired; }
+bool outcome_unknown(error_code ec) { return is_retryable(ec) || ec == errc::session_expired; }
 
-acquire_fsm::action act(acquire_fsm::step what, std::string path = {}, std::vector<std::string> deletes = {}) {
-    acquire_fsm::action a;
-    a.what = what;
-    a.path = std::move(path);
-    a.deletes = std::move(deletes);
-    return a;
+// The session our node was made on is gone, and the node with it.
+bool session_gone(error_code ec) { return is_session_lost(ec) && ec != errc::client_closed; }
+
+void add_once(std::vector<std::string>& deletes, const std::string& path) {
+    if (!path.empty() && std::find(deletes.begin(), deletes.end(), path) == deletes.end()) deletes.push_back(path);
 }
 
 }  // namespace
@@ -26,11 +24,17 @@ acquire_fsm::acquire_fsm(acquire_options options, std::function<std::string()> m
 
 std::string acquire_fsm::full(std::string_view name) const { return join_path(options_.lock_path, name); }
 
+std::string acquire_fsm::creation_path() const { return full(prefix_ + std::string(lock_marker(options_.kind))); }
+
+acquire_fsm::action acquire_fsm::ask(decltype(action::next) next, std::vector<std::string> deletes) {
+    return action{std::move(next), std::move(deletes)};
+}
+
 acquire_fsm::action acquire_fsm::start() { return new_attempt(); }
 
 acquire_fsm::action acquire_fsm::new_attempt(std::vector<std::string> deletes) {
     if (attempts_ >= options_.max_attempts)
-        return finish(false, make_error_code(errc::operation_timeout), std::move(deletes));
+        return finish(false, make_error_code(errc::attempts_exhausted), std::move(deletes));
     ++attempts_;
     // A fresh name per attempt: whatever an earlier attempt left behind can be told apart.
     if (!prefix_.empty()) stale_prefixes_.push_back(prefix_);
@@ -40,32 +44,33 @@ acquire_fsm::action acquire_fsm::new_attempt(std::vector<std::string> deletes) {
     czxid_ = session_ = 0;
     adopted_ = false;
     phase_ = phase::creating;
-    return act(step::create_and_list, full(prefix_ + std::string(lock_marker(options_.kind))), std::move(deletes));
+    return ask(step::create_and_list{creation_path()}, std::move(deletes));
 }
 
-acquire_fsm::action acquire_fsm::restart(std::vector<std::string> deletes, zkr::error_code why) {
+acquire_fsm::action acquire_fsm::restart(std::vector<std::string> deletes, error_code why) {
     // Our node is gone, or belongs to a session that is not ours any more.
     if (abandoned_) return finish_abandoned(std::move(deletes));
-    if (!options_.wait) return finish(false, why, std::move(deletes));
+    if (!options_.wait) return finish(false, why, std::move(deletes));  // a try has one round
     return new_attempt(std::move(deletes));
 }
 
-acquire_fsm::action acquire_fsm::finish(bool acquired, zkr::error_code error, std::vector<std::string> deletes) {
-    if (!acquired && abandoned_) {
+acquire_fsm::action acquire_fsm::finish(bool acquired, error_code error, std::vector<std::string> deletes) {
+    if (abandoned_) {
+        // Whatever raced with the abandon, an abandoned acquisition holds nothing.
+        acquired = false;
         error = *abandoned_;
-        if (!path_.empty() && std::find(deletes.begin(), deletes.end(), path_) == deletes.end()) deletes.push_back(path_);
     }
+    if (!acquired) add_once(deletes, path_);
     phase_ = phase::finished;
-    action a = act(step::done, path_, std::move(deletes));
-    a.acquired = acquired;
-    a.error = error;
+    step::done d;
+    d.acquired = acquired;
+    d.error = acquired ? error_code{} : error;
     // Creates whose outcome no listing settled may still have made a node: look for them once more.
-    a.sweep_prefixes = std::move(unknown_prefixes_);
-    return a;
+    d.sweep = std::move(unsettled_);
+    return ask(std::move(d), std::move(deletes));
 }
 
 acquire_fsm::action acquire_fsm::finish_abandoned(std::vector<std::string> deletes) {
-    if (!path_.empty() && std::find(deletes.begin(), deletes.end(), path_) == deletes.end()) deletes.push_back(path_);
     return finish(false, *abandoned_, std::move(deletes));
 }
 
@@ -92,18 +97,22 @@ std::vector<std::string> acquire_fsm::take_listing(const std::vector<std::string
 }
 
 void acquire_fsm::prune(const std::string& name) {
-    queue_.erase(std::remove_if(queue_.begin(), queue_.end(), [&](const contender& c) { return c.name == name; }),
-                 queue_.end());
+    std::erase_if(queue_, [&](const contender& c) { return c.name == name; });
 }
 
-acquire_fsm::action acquire_fsm::on_created_and_listed(zkr::error_code create_error, const create_result& created,
-                                                       zkr::error_code list_error,
-                                                       const std::vector<std::string>& children, std::int64_t session) {
+void acquire_fsm::settle(const std::string& prefix) {
+    std::erase_if(unsettled_, [&](const unsettled_create& u) { return u.prefix == prefix; });
+}
+
+acquire_fsm::action acquire_fsm::on_created_and_listed(error_code create_error, const create_result& created,
+                                                       error_code list_error, const std::vector<std::string>& children,
+                                                       std::int64_t session) {
     if (phase_ != phase::creating) return {};
     if (create_error == errc::no_node) {
+        // The lock path is missing: nothing was created under this name.
         if (abandoned_) return finish_abandoned();
         phase_ = phase::making_parents;
-        return act(step::create_parents, options_.lock_path);
+        return ask(step::create_parents{options_.lock_path});
     }
     if (!create_error) {
         path_ = created.path;
@@ -113,33 +122,32 @@ acquire_fsm::action acquire_fsm::on_created_and_listed(zkr::error_code create_er
         if (abandoned_) return finish_abandoned(list_error ? std::vector<std::string>{} : stale_nodes(children));
         if (list_error) {
             phase_ = phase::listing;
-            return act(step::list, options_.lock_path);
+            return ask(step::list{options_.lock_path});
         }
         return evaluate(session, take_listing(children));
     }
     if (outcome_unknown(create_error)) {
-        unknown_prefixes_.push_back(prefix_);
+        unsettled_.push_back({prefix_, session});
         // The create may have been applied with its reply lost. A listing sent after it tells:
         // the one that came with it if it got through, else a new one.
         if (!list_error) return recover(children);
         phase_ = phase::recovering;
-        return act(step::list, options_.lock_path);
+        return ask(step::list{options_.lock_path});
     }
     return finish(false, create_error);
 }
 
-acquire_fsm::action acquire_fsm::on_parents_created(zkr::error_code error) {
+acquire_fsm::action acquire_fsm::on_parents_created(error_code error) {
     if (phase_ != phase::making_parents) return {};
     if (abandoned_) return finish_abandoned();
     if (error && error != errc::node_exists) return finish(false, error);
-    // Nothing was created under this name (its parent was missing): send it again.
     phase_ = phase::creating;
-    return act(step::create_and_list, full(prefix_ + std::string(lock_marker(options_.kind))));
+    return ask(step::create_and_list{creation_path()});
 }
 
 acquire_fsm::action acquire_fsm::recover(const std::vector<std::string>& children) {
     // This listing settles the current attempt's create: found (below) or not applied.
-    std::erase(unknown_prefixes_, prefix_);
+    settle(prefix_);
     std::vector<std::string> deletes = stale_nodes(children);
     candidate_.clear();
     for (const auto& child : children) {
@@ -147,8 +155,7 @@ acquire_fsm::action acquire_fsm::recover(const std::vector<std::string>& childre
     }
     if (candidate_.empty()) {
         // Not applied. Start over under a new name, in case it still lands later.
-        if (abandoned_) return finish_abandoned(std::move(deletes));
-        return new_attempt(std::move(deletes));
+        return restart(std::move(deletes), make_error_code(errc::connection_loss));
     }
     if (abandoned_) {
         deletes.push_back(full(candidate_));
@@ -156,34 +163,35 @@ acquire_fsm::action acquire_fsm::recover(const std::vector<std::string>& childre
     }
     recovered_children_ = children;
     phase_ = phase::checking_owner;
-    return act(step::check_owner, full(candidate_), std::move(deletes));
+    return ask(step::check_owner{full(candidate_)}, std::move(deletes));
 }
 
-acquire_fsm::action acquire_fsm::on_listed(zkr::error_code error, const std::vector<std::string>& children,
+acquire_fsm::action acquire_fsm::on_listed(error_code error, const std::vector<std::string>& children,
                                            std::int64_t session) {
     if (phase_ != phase::listing && phase_ != phase::recovering) return {};
     bool recovering = phase_ == phase::recovering;
-    if (error) {
-        if (error == errc::no_node) {
-            // The lock path itself is gone (a container reaped): so is any node of ours.
-            return restart({}, make_error_code(errc::lock_lost));
-        }
-        if (outcome_unknown(error) && options_.wait && !abandoned_) {
-            std::vector<std::string> deletes;
-            if (!path_.empty() && !recovering) deletes.push_back(path_);
-            return restart(std::move(deletes), error);
-        }
-        std::vector<std::string> deletes;
-        if (!path_.empty()) deletes.push_back(path_);
-        if (abandoned_) return finish_abandoned(std::move(deletes));
-        return finish(false, error, std::move(deletes));
+    if (!error) {
+        if (recovering) return recover(children);
+        if (abandoned_) return finish_abandoned(stale_nodes(children));
+        return evaluate(session, take_listing(children));
     }
-    if (recovering) return recover(children);
-    if (abandoned_) return finish_abandoned(stale_nodes(children));
-    return evaluate(session, take_listing(children));
+    if (error == errc::no_node) {
+        // The lock path itself is gone (a container reaped): so is any node of ours.
+        if (recovering) settle(prefix_);
+        return restart({}, error);
+    }
+    if (session_gone(error)) {
+        // Our node went with the session; a create in doubt stays in `unsettled_` for the sweep.
+        std::vector<std::string> deletes;
+        if (!recovering) add_once(deletes, path_);
+        return restart(std::move(deletes), error);
+    }
+    // Connection trouble the retry policy gave up on, or an answer we cannot get past: done.
+    // Our node (if any) is deleted, a create in doubt swept, both for as long as their session lives.
+    return finish(false, error);
 }
 
-acquire_fsm::action acquire_fsm::on_owner(zkr::error_code error, const exists_result& result, std::int64_t session) {
+acquire_fsm::action acquire_fsm::on_owner(error_code error, const exists_result& result, std::int64_t session) {
     if (phase_ != phase::checking_owner) return {};
     std::string candidate_path = full(candidate_);
     if (!error && result.exists && session != 0 && result.stat.ephemeral_owner == session) {
@@ -196,15 +204,15 @@ acquire_fsm::action acquire_fsm::on_owner(zkr::error_code error, const exists_re
         if (abandoned_) return finish_abandoned();
         return evaluate(session, take_listing(recovered_children_));
     }
-    // Made by a session that is gone (or going): never adopt it (CURATOR-604), remove it.
+    // Made by a session that is gone (or going), or not checked: never adopt it (CURATOR-604),
+    // remove it. Its name carries our uuid, so the delete can never hit another owner's node.
     std::vector<std::string> deletes;
-    if (!error && result.exists) {
+    if (error || result.exists) {
         deletes.push_back(candidate_path);
-        ++stale_deleted_;
+        if (!error) ++stale_deleted_;
     }
-    if (error && !outcome_unknown(error)) return finish(false, error, std::move(deletes));
-    // For a try this round is over without a node of ours: simply not acquired.
-    return restart(std::move(deletes), options_.wait || session == 0 ? make_error_code(errc::session_expired) : zkr::error_code{});
+    if (error && !session_gone(error)) return finish(false, error, std::move(deletes));
+    return restart(std::move(deletes), make_error_code(errc::session_expired));
 }
 
 acquire_fsm::action acquire_fsm::evaluate(std::int64_t session, std::vector<std::string> deletes) {
@@ -212,52 +220,57 @@ acquire_fsm::action acquire_fsm::evaluate(std::int64_t session, std::vector<std:
     if (ours == queue_.end() || session == 0 || session != session_) {
         // Our node went with its session, or it is of a session we no longer have: it can hold
         // nothing for us. Start over with a node of the current session.
-        if (ours != queue_.end()) deletes.push_back(path_);
+        if (ours != queue_.end()) add_once(deletes, path_);
         return restart(std::move(deletes), make_error_code(errc::session_expired));
     }
-    decision d = decide(queue_, node_, options_.ignore);
+    // The owner's write node may step aside for its read node only if it is of our very session.
+    std::string ignore = options_.own_write_session == session_ ? options_.own_write_node : std::string();
+    decision d = decide(queue_, node_, ignore);
     if (d.holds) {
-        if (!options_.ignore.empty()) pins_write_node_ = writer_between(queue_, options_.ignore, node_);
+        if (!ignore.empty()) pins_write_node_ = writer_between(queue_, ignore, node_);
         return finish(true, {}, std::move(deletes));
     }
-    if (!options_.wait) {
-        deletes.push_back(path_);  // a try leaves nothing behind
-        return finish(false, {}, std::move(deletes));
-    }
+    if (!options_.wait) return finish(false, {}, std::move(deletes));  // a try leaves nothing behind
     watched_ = d.watch;
     phase_ = phase::setting_watch;
-    return act(step::watch, full(watched_), std::move(deletes));
+    return ask(step::watch{full(watched_)}, std::move(deletes));
 }
 
-acquire_fsm::action acquire_fsm::on_watch_set(zkr::error_code error, std::int64_t session) {
+acquire_fsm::action acquire_fsm::on_watch_set(error_code error, std::int64_t session) {
     if (phase_ != phase::setting_watch) return {};
     if (abandoned_) {
         if (!error) {
             phase_ = phase::removing_watch;
-            return act(step::remove_watch, full(watched_));
+            return ask(step::remove_watch{full(watched_)});
         }
         return finish_abandoned();
     }
     if (error == errc::no_node) return after_departure(session);  // gone before we could watch it
     if (error) {
-        if (is_session_lost(error) && error != errc::client_closed) return restart({}, error);
-        return finish(false, error, {path_});
+        if (session_gone(error)) return restart({}, error);
+        return finish(false, error);
+    }
+    if (session != session_) {
+        // The read was retried onto a newer session: the watch is set, but our node went with the
+        // old session. Take the watch off, then queue again.
+        restart_after_removal_ = true;
+        phase_ = phase::removing_watch;
+        return ask(step::remove_watch{full(watched_)});
     }
     phase_ = phase::waiting;
-    return act(step::wait, full(watched_));
+    return ask(step::wait{full(watched_)});
 }
 
-acquire_fsm::action acquire_fsm::on_watch_event(zkr::error_code error, event_type type, std::int64_t session) {
+acquire_fsm::action acquire_fsm::on_watch_event(error_code error, event_type type, std::int64_t session) {
     if (phase_ != phase::waiting) return {};
     if (error) {
         if (error == errc::client_closed) return finish(false, error);
-        // The watch ended with its session: so did our node.
-        return restart({}, error);
+        return restart({}, error);  // the watch ended with its session: so did our node
     }
     if (type == event_type::deleted) return after_departure(session);
     // Changed data, or the watch was dropped with others on its path: look again.
     phase_ = phase::setting_watch;
-    return act(step::watch, full(watched_));
+    return ask(step::watch{full(watched_)});
 }
 
 acquire_fsm::action acquire_fsm::after_departure(std::int64_t session) {
@@ -266,22 +279,24 @@ acquire_fsm::action acquire_fsm::after_departure(std::int64_t session) {
     // what it shows ahead of us may be long gone): one fresh listing beats probing each entry.
     prune(watched_);
     auto ours = std::find_if(queue_.begin(), queue_.end(), [&](const contender& c) { return c.name == node_; });
-    if (ours != queue_.end() && decide(queue_, node_, options_.ignore).holds) return evaluate(session);
+    std::string ignore = options_.own_write_session == session_ ? options_.own_write_node : std::string();
+    if (ours != queue_.end() && decide(queue_, node_, ignore).holds) return evaluate(session);
     phase_ = phase::listing;
-    return act(step::list, options_.lock_path);
+    return ask(step::list{options_.lock_path});
 }
 
 acquire_fsm::action acquire_fsm::on_watch_removed() {
     if (phase_ != phase::removing_watch) return {};
+    if (std::exchange(restart_after_removal_, false)) return restart({}, make_error_code(errc::session_expired));
     return finish_abandoned();
 }
 
-acquire_fsm::action acquire_fsm::abandon(zkr::error_code reason) {
+acquire_fsm::action acquire_fsm::abandon(error_code reason) {
     if (phase_ == phase::finished || abandoned_) return {};
     abandoned_ = reason;
     if (phase_ == phase::waiting) {
         phase_ = phase::removing_watch;
-        return act(step::remove_watch, full(watched_));
+        return ask(step::remove_watch{full(watched_)});
     }
     if (phase_ == phase::idle) return finish_abandoned();
     return {};  // a reply is due; the cleanup follows it

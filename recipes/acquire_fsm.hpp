@@ -1,17 +1,20 @@
 // The acquisition of one lock node, as a sans-io state machine: it says which ZooKeeper request
 // to send next and digests the replies. The lock engine runs it against a zkr::client; unit
-// tests run it against scripted replies. Mutex and read/write lock share it: they differ only
-// in the driver's decision (lock_driver.hpp).
+// tests run it against scripted replies and against a model of a server with faults injected at
+// every step. Mutex and read/write lock share it: they differ only in the driver's decision
+// (lock_driver.hpp).
 #pragma once
 
 #include "lock_driver.hpp"
+#include "zkr/error.hpp"
 #include "zkr/types.hpp"
 
+#include <cassert>
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
-#include "zkr/error.hpp"
+#include <variant>
 #include <vector>
 
 namespace zkr::detail {
@@ -21,31 +24,52 @@ struct acquire_options {
     lock_kind kind = lock_kind::exclusive;
     std::string owner_data;              ///< data of our node (who we are)
     bool wait = true;                    ///< false: one round, then give up (try_lock)
-    std::string ignore;                  ///< a node of our own thread that must not block us
+    /// A downgrade: the write node this owner holds must not block its read node — but only
+    /// while that node is of the session our node is made on. A node of a lost hold is never ours.
+    std::string own_write_node;
+    std::int64_t own_write_session = 0;
     int max_attempts = 16;               ///< fresh nodes we may create before giving up
 };
 
+/// A create whose outcome no listing settled: any child carrying `prefix` is ours to delete,
+/// for as long as `session` (the session current when its reply was lost) lives.
+struct unsettled_create {
+    std::string prefix;
+    std::int64_t session = 0;
+};
+
+/// What the machine asks for next. Each step carries only what belongs to it.
+namespace step {
+struct none {};                                   ///< nothing to send now: a reply is still due
+struct create_and_list { std::string path; };     ///< create `path` + sequence (ephemeral, owner data), then list, back to back
+struct create_parents { std::string path; };      ///< create the lock path and its ancestors, then on_parents_created
+struct list { std::string path; };                ///< list the lock path
+struct check_owner { std::string node; };         ///< exists(node): which session made it
+struct watch { std::string node; };               ///< get_data(node) leaving a watch
+struct wait { std::string node; };                ///< wait for the watch the last `watch` left
+struct remove_watch { std::string node; };        ///< remove that watch, then on_watch_removed
+struct done {                                     ///< finished
+    bool acquired = false;
+    error_code error;                             ///< why it failed; none for a try that found the lock taken
+    std::vector<unsettled_create> sweep;          ///< look for these once more and delete what is found
+};
+}  // namespace step
+
 class acquire_fsm {
 public:
-    enum class step {
-        none,             ///< nothing to send now: a reply is still due
-        create_and_list,  ///< create `path` (ephemeral sequential, owner data) and list the lock path, back to back
-        create_parents,   ///< create the lock path and its missing ancestors, then report on_parents_created
-        list,             ///< list the lock path
-        check_owner,      ///< exists(`path`): which session made it
-        watch,            ///< get_data(`path`) leaving a watch
-        wait,             ///< wait for the watch left by the last `watch`
-        remove_watch,     ///< remove that watch, then report on_watch_removed
-        done,             ///< finished: see `acquired` and `error`
-    };
-
     struct action {
-        step what = step::none;
-        std::string path;                  ///< the node (or, for create_and_list, the name prefix) the step is about
+        std::variant<step::none, step::create_and_list, step::create_parents, step::list, step::check_owner,
+                     step::watch, step::wait, step::remove_watch, step::done>
+            next;
         std::vector<std::string> deletes;  ///< our own nodes to remove (guaranteed) before the step
-        bool acquired = false;             ///< for done
-        zkr::error_code error;             ///< for done: why it failed; none for a try that found the lock taken
-        std::vector<std::string> sweep_prefixes;  ///< for done: delete any child carrying these (creates of unknown outcome)
+
+        template <class Step>
+        bool is() const noexcept { return std::holds_alternative<Step>(next); }
+        template <class Step>
+        const Step& as() const {
+            assert(is<Step>());
+            return std::get<Step>(next);
+        }
     };
 
     /// `make_uuid` gives a fresh random uuid per created node (injected for tests).
@@ -54,20 +78,21 @@ public:
     action start();
 
     /// Replies of create_and_list; `session` is the client's session id now (0 while it has none).
-    action on_created_and_listed(zkr::error_code create_error, const create_result& created,
-                                 zkr::error_code list_error, const std::vector<std::string>& children,
-                                 std::int64_t session);
-    action on_parents_created(zkr::error_code error);
-    action on_listed(zkr::error_code error, const std::vector<std::string>& children, std::int64_t session);
-    action on_owner(zkr::error_code error, const exists_result& result, std::int64_t session);
-    /// The get_data of a `watch` step: no error means the node exists and the watch is set.
-    action on_watch_set(zkr::error_code error, std::int64_t session);
+    action on_created_and_listed(error_code create_error, const create_result& created, error_code list_error,
+                                 const std::vector<std::string>& children, std::int64_t session);
+    action on_parents_created(error_code error);
+    action on_listed(error_code error, const std::vector<std::string>& children, std::int64_t session);
+    action on_owner(error_code error, const exists_result& result, std::int64_t session);
+    /// The get_data of a `watch` step: no error means the node exists and the watch is set, on
+    /// the client's session `session`.
+    action on_watch_set(error_code error, std::int64_t session);
     /// The watch fired (or ended with an error: its session was lost, or it was removed).
-    action on_watch_event(zkr::error_code error, event_type type, std::int64_t session);
+    action on_watch_event(error_code error, event_type type, std::int64_t session);
     action on_watch_removed();
     /// Give up (timeout, cancellation): returns what to send to clean up, or step::none when a
-    /// reply is due first (cleanup follows it). Ignored once done.
-    action abandon(zkr::error_code reason);
+    /// reply is due first (cleanup follows it). Ignored once done. The machine never reports
+    /// acquired after this.
+    action abandon(error_code reason);
 
     bool finished() const noexcept { return phase_ == phase::finished; }
     /// Our node once acquired (or the last one we had).
@@ -79,7 +104,7 @@ public:
     int attempts() const noexcept { return attempts_; }
     int stale_deleted() const noexcept { return stale_deleted_; }
     const std::string& watched() const noexcept { return watched_; }
-    /// A downgrade's read node was created behind a queued writer: the thread's write node must
+    /// A downgrade's read node was created behind a queued writer: the owner's write node must
     /// stay until this read hold ends, or that writer would get in beside it (CURATOR-621).
     bool pins_write_node() const noexcept { return pins_write_node_; }
 
@@ -90,16 +115,19 @@ private:
     };
 
     action new_attempt(std::vector<std::string> deletes = {});
-    action restart(std::vector<std::string> deletes, zkr::error_code why);
+    action restart(std::vector<std::string> deletes, error_code why);
     action evaluate(std::int64_t session, std::vector<std::string> deletes = {});
     action after_departure(std::int64_t session);
     action recover(const std::vector<std::string>& children);
-    action finish(bool acquired, zkr::error_code error, std::vector<std::string> deletes = {});
+    action finish(bool acquired, error_code error, std::vector<std::string> deletes = {});
     action finish_abandoned(std::vector<std::string> deletes = {});
+    action ask(decltype(action::next) next, std::vector<std::string> deletes = {});
     std::vector<std::string> stale_nodes(const std::vector<std::string>& children);
     std::vector<std::string> take_listing(const std::vector<std::string>& children);
     std::string full(std::string_view name) const;
+    std::string creation_path() const;
     void prune(const std::string& name);
+    void settle(const std::string& prefix);
 
     acquire_options options_;
     std::function<std::string()> make_uuid_;
@@ -107,7 +135,7 @@ private:
 
     std::string prefix_;                       // "_c_<uuid>-" of the current attempt
     std::vector<std::string> stale_prefixes_;  // earlier attempts: anything left of them goes
-    std::vector<std::string> unknown_prefixes_;  // creates whose outcome no listing has settled yet
+    std::vector<unsettled_create> unsettled_;  // creates whose outcome no listing has settled yet
     std::string node_, path_;                  // our node, once known
     std::int64_t czxid_ = 0, session_ = 0;
     bool adopted_ = false;
@@ -118,7 +146,8 @@ private:
     std::vector<std::string> recovered_children_;
     std::string candidate_;         // a node carrying our prefix, being checked
     std::string watched_;
-    std::optional<zkr::error_code> abandoned_;
+    bool restart_after_removal_ = false;  // the watch was set on a session our node is not of
+    std::optional<error_code> abandoned_;
     bool pins_write_node_ = false;
 };
 

@@ -26,9 +26,9 @@ std::int64_t to_int(std::string_view s) {
 
 }  // namespace
 
-std::string encode_owner(std::string_view host, std::int64_t pid, std::int64_t thread) {
+std::string encode_owner(std::string_view host, std::int64_t pid, std::int64_t thread, bool async) {
     return std::string(prefix) + "host=" + sanitize(host) + ";pid=" + std::to_string(pid) +
-           ";thread=" + std::to_string(thread);
+           ";thread=" + std::to_string(thread) + (async ? ";async=1" : "");
 }
 
 lock_owner decode_owner(std::string_view data) {
@@ -47,20 +47,23 @@ lock_owner decode_owner(std::string_view data) {
         if (key == "host") parsed.host = std::string(value);
         else if (key == "pid") parsed.pid = to_int(value);
         else if (key == "thread") parsed.thread = to_int(value);
+        else if (key == "async") parsed.async = value == "1";
         // Unknown keys are for later versions: skip them.
     }
     return parsed.pid != 0 ? parsed : owner;
 }
 
-std::string current_owner_data() {
+std::string current_owner_data(bool async) {
     static const std::string host = [] {
         char name[256] = {};
         gethostname(name, sizeof name - 1);
         return std::string(name);
     }();
-    thread_local const std::string data =
-        encode_owner(host, static_cast<std::int64_t>(getpid()), static_cast<std::int64_t>(syscall(SYS_gettid)));
-    return data;
+    thread_local const std::string blocking =
+        encode_owner(host, static_cast<std::int64_t>(getpid()), static_cast<std::int64_t>(syscall(SYS_gettid)), false);
+    thread_local const std::string async_data =
+        encode_owner(host, static_cast<std::int64_t>(getpid()), static_cast<std::int64_t>(syscall(SYS_gettid)), true);
+    return async ? async_data : blocking;
 }
 
 }  // namespace zkr::detail

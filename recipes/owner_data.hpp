@@ -8,13 +8,14 @@
 
 namespace zkr::detail {
 
-/// "zkr:1;host=<host>;pid=<pid>;thread=<tid>" (';' and '=' in the host name become '_').
-std::string encode_owner(std::string_view host, std::int64_t pid, std::int64_t thread);
+/// "zkr:1;host=<host>;pid=<pid>;thread=<tid>[;async=1]" (';' and '=' in the host name become '_').
+/// `async`: the hold belongs to an async operation's lock_hold, not to the thread that started it.
+std::string encode_owner(std::string_view host, std::int64_t pid, std::int64_t thread, bool async = false);
 
 /// Parses zkr's format; anything else comes back with only `raw` set.
 lock_owner decode_owner(std::string_view data);
 
 /// This process's host name, pid, and the calling thread's Linux thread id, encoded.
-std::string current_owner_data();
+std::string current_owner_data(bool async = false);
 
 }  // namespace zkr::detail

@@ -1,90 +1,75 @@
-// Internal: the session engine behind zkr::client.
+// Internal: the session layer behind zkr::client.
+//
+// ---------------------------------------------------------------------------------------------
+// Threads: who runs what (keep this table true)
+//
+// | thread                          | runs                                                      | never                          |
+// |---------------------------------|-----------------------------------------------------------|--------------------------------|
+// | C client I/O (one per handle)   | libzookeeper_mt's sockets; zkr's log forwarding           | anything else of zkr's         |
+// | C client completion (per handle)| reply callbacks (requests.cpp): wake a blocked caller,    | block; user code; hold a zkr   |
+// |                                 | run a lock-engine step inline, or post a user handler;    | lock across a C call           |
+// |                                 | watch events end their watch_state; session events are    |                                |
+// |                                 | posted to the session thread                              |                                |
+// | zkr-session (one per client)    | session events, lost timer, lease heartbeat, retry        | user code; blocking C calls    |
+// |                                 | backoff, parked requests, lock deadlines, guaranteed      | (zookeeper_init/close); waits  |
+// |                                 | deletes and sweeps, marking holds of a lost session lost  | on anything but its own queue  |
+// | zkr-c-calls (one per client)    | zookeeper_init (DNS) and zookeeper_close (waits up to     | user code                      |
+// |                                 | 4.5 s for the server), closing given-up sessions          |                                |
+// | zkr-handlers (one per client,   | user completion handlers, state listeners, lock-lost      | session machinery              |
+// | unless options.executor is set) | handlers                                                  |                                |
+// | zkr-log (one per process)       | the log sink                                              | anything else                  |
+// | user threads                    | blocking calls: they send, then wait on their own slot    |                                |
+//
+// So user code never runs where it could delay a session event, a deadline or a retry: a handler
+// that blocks, spins or calls blocking zkr functions stalls only the user executor.
+//
+// Lock order (a thread holding one may take those below it, never one above):
+//   1. lock_engine::mutex_                         (recipes)
+//   2. acquisition::mutex_                         (recipes)
+//   3. handle_mutex_   shared: send, read the handle's live state; exclusive: swap handles
+//   4. parked_mutex_, lease_mutex_, state_mutex_, watch_registry::mutex_, watch_state::mutex,
+//      sync_slot's mutex                           (leaves: nothing is taken under them)
+// No zkr lock is held while calling zookeeper_init or zookeeper_close (close joins the C client's
+// threads, whose callbacks take the locks above), nor while a completion runs a handler inline.
+// ---------------------------------------------------------------------------------------------
 #pragma once
 
 #include "completion.hpp"
+#include "requests.hpp"
+#include "runtime.hpp"
+#include "watch_registry.hpp"
 #include "zkr/client.hpp"
 
-#include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 
 #include <atomic>
 #include <condition_variable>
-#include <list>
 #include <map>
 #include <mutex>
 #include <shared_mutex>
-#include <thread>
-#include <unordered_map>
 #include <unordered_set>
-
-#ifndef THREADED
-#define THREADED
-#endif
-#include <zookeeper/zookeeper.h>
 
 namespace zkr::detail {
 
-class client_impl;
-
-/// The context of a handle's global watcher: which client, and which of its handles.
+/// The context of a handle's global watcher: which client, and which of its handles. Owned by the
+/// client until the handle is closed.
 struct handle_context {
-    client_impl* client;
+    class client_impl* client;
     std::uint64_t generation;
 };
 
-zkr::stat to_stat(const Stat& s) noexcept;
-
-/// A one-shot watch as the C client sees it: its context pointer is this object, kept alive by
-/// the client's registry until the watch fires, is removed, or its session ends.
-struct watch_state {
-    client_impl* client = nullptr;           // valid while the C client can call us
-    std::weak_ptr<client_impl> client_owner; // for user calls after the fact (remove)
-    boost::asio::any_io_executor fallback_executor;
-    std::string path;
-    watch_kind kind = watch_kind::data;
-    std::uint64_t generation = 0;            // the handle it is set on
-    std::atomic<bool> armed{false};          // handed to the user: the C client holds it
-
-    std::mutex mutex;
-    bool done = false;
-    zkr::error_code error;
-    watch_event event;
-    std::optional<watch_handler> waiter;
-    boost::asio::any_io_executor waiter_work;
-    sync_slot<watch_event>* sync_waiter = nullptr;
-    // zkr's own waits (lock recipes): called on the thread that ends the watch; must not block.
-    std::function<void(zkr::error_code, const watch_event&)> inline_waiter;
-
-    /// First call wins; completes a pending wait.
-    void finish(zkr::error_code ec, watch_event ev);
-    void cancel_wait();
-    /// Registers an inline waiter; if the watch already ended, calls it at once (on this thread).
-    void wait_inline(std::function<void(zkr::error_code, const watch_event&)> fn);
+/// How a session stands right now, from the C client's live view and the lease.
+enum class session_health {
+    live,     ///< the handle is connected on this session and the server answered within the lease
+    suspect,  ///< this session, but the connection is down or the server has not answered lately
+    gone,     ///< the session is lost (expired, given up, closed) or was never this client's current one
 };
 
-/// For recipes: the state behind a zkr::watch.
-struct watch_access {
-    static const std::shared_ptr<watch_state>& state(const zkr::watch& w) { return w.state_; }
-};
-
-/// A request to the ZooKeeper server, resent under the retry policy when that is safe.
-class request {
-public:
-    request(client_impl& c, bool retry_allowed) : client(c), retry_allowed(retry_allowed) {}
-    virtual ~request() = default;
-    /// Issues the C call with `this` as its data; returns the C client's synchronous rc.
-    virtual int send(zhandle_t* zh) = 0;
-    /// Delivers an error and deletes this.
-    virtual void fail(zkr::error_code ec) = 0;
-    /// Called before each send, under the handle lock.
-    virtual void on_send(std::uint64_t /*generation*/) {}
-
-    client_impl& client;
-    const bool retry_allowed;
-    int retries = 0;
-    std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
-    std::unique_ptr<boost::asio::steady_timer> backoff;
+/// A session-level event for zkr's own listeners (the lock engine), with the session it is about.
+struct session_event {
+    connection_state state;
+    std::int64_t session;  ///< connected/reconnected: the session now; lost: the session lost
 };
 
 class client_impl : public std::enable_shared_from_this<client_impl> {
@@ -92,31 +77,42 @@ public:
     explicit client_impl(client_options options);
     ~client_impl();
 
-    void start();     // opens the first handle
-
-    /// Per-client state of a recipe family (e.g. the lock engine), made on first use and
-    /// destroyed with the client.
-    std::shared_ptr<void> extension(const void* key, const std::function<std::shared_ptr<void>()>& make);
-    void shutdown();  // close() + stop the internal thread
+    void start();     // starts the threads and the first handle
+    void shutdown();  // close() + stop the threads; idempotent
     void close();
 
+    /// Per-client state of a recipe family (e.g. the lock engine), made on first use and
+    /// dropped when the client shuts down.
+    std::shared_ptr<void> extension(const void* key, const std::function<std::shared_ptr<void>()>& make);
+
     const client_options& options() const { return options_; }
-    boost::asio::any_io_executor executor() const { return executor_; }
-    boost::asio::io_context::executor_type internal_executor() { return internal_.get_executor(); }
+    /// Where user handlers run: options.executor, or the handler thread.
+    boost::asio::any_io_executor executor() const { return user_executor_; }
+    /// The session thread's executor: session machinery only, never user code.
+    boost::asio::io_context::executor_type session_executor() { return rt_->session.get_executor(); }
+    const std::shared_ptr<runtime>& threads() const { return rt_; }
 
     connection_state state() const;
-    bool is_connected() const { return connected_.load(); }
+    bool is_connected() const;
     /// The session of the current handle, read live from the C client (which learns it before
     /// any reply of that session reaches us); 0 while there is none.
     std::int64_t session_id() const;
+    session_health health(std::int64_t session) const;
+    /// Until when `session` surely lives on the server, as far as this client can tell: the
+    /// lease renewed by every answer of the server (the epoch unless `session` is live now).
+    std::chrono::steady_clock::time_point lease_until(std::int64_t session) const;
     std::chrono::milliseconds session_timeout() const { return std::chrono::milliseconds(negotiated_timeout_.load()); }
     std::uint64_t session_count() const { return session_count_.load(); }
     bool closed() const { return closed_.load(); }
     /// The current session's id and password (for tests that expire it from outside).
     std::pair<std::int64_t, std::string> session_credentials() const;
+    /// How many handle contexts are kept (one per open handle; tests check it stays bounded).
+    std::size_t handle_contexts() const;
 
     void wait_connected(std::chrono::milliseconds timeout);
     subscription on_state_change(std::function<void(connection_state)> listener);
+    /// zkr's own listeners: called on the session thread, in order; must not block.
+    subscription on_session_event(std::function<void(const session_event&)> listener);
     void wait_connected_async(completion<> done);
     void next_state_async(completion<connection_state> done);
 
@@ -130,49 +126,62 @@ public:
     void multi(std::vector<multi_op> ops, completion<std::vector<multi_op_result>> done);
     void remove_watch(std::shared_ptr<watch_state> ws, completion<> done);
 
-    /// Sends (or resends) a request on the current handle.
+    /// Sends (or resends) a request on the current handle, or parks it until there is one.
     void submit(request* r);
     /// A request failed with C client code `rc`: retry it, or fail it.
     void on_failure(request* r, int rc);
+    /// Every reply: an answer of the server renews the lease of the handle it was sent on.
+    void note_reply(const request& r, int rc);
 
-    std::shared_ptr<watch_state> new_watch(std::string path, watch_kind kind);
-    void forget_watch(watch_state* ws);
-    /// Armed watches of ours, other than `ws`, on the same path, kind and handle.
-    std::vector<std::shared_ptr<watch_state>> watches_sharing(const watch_state& ws);
-    /// Ends those with `ev` (their registration went with a removal of all watches on the path).
-    void end_watches_on(const watch_state& ws, const watch_event& ev);
+    watch_registry& watches() { return watches_; }
     const ACL_vector* acl() const { return &acl_vector_; }
 
-    /// Handle-level events from the C client (posted to the internal thread).
-    void on_session_event(std::uint64_t generation, int zstate);
+    /// Handle-level events from the C client (run on the session thread).
+    void on_handle_event(std::uint64_t generation, int zstate);
 
 private:
     struct listener_entry {
         std::function<void(connection_state)> fn;
         std::atomic<bool> active{true};
     };
+    struct internal_listener {
+        std::function<void(const session_event&)> fn;
+        std::atomic<bool> active{true};
+    };
+    struct given_up_session {
+        std::int64_t id;
+        std::string password;
+        int attempts = 0;
+    };
 
+    // session_lifecycle.cpp — all on the session thread unless said otherwise.
     void open_handle();
-    void replace_handle(zkr::error_code reason);
-    void declare_lost(const char* why);
-    void report(connection_state s);
-    void schedule_retry(request* r, zkr::error_code ec);
-    void fail_watches(zkr::error_code ec);
-    zkr::error_code map_rc(int rc) const;
+    void on_handle_opened(std::uint64_t generation, zhandle_t* zh, std::string problem);
+    void replace_handle(error_code reason);
+    void declare_lost(const char* why, bool server_expired);
+    void report(connection_state s, std::int64_t session);
+    void schedule_heartbeat();
+    void close_given_up_sessions();
+    void close_given_up(given_up_session s);
+    void close_handle_later(zhandle_t* zh, std::uint64_t generation);
+    void fail_parked(error_code ec);
+
+    // client_impl.cpp
+    void schedule_retry(request* r, error_code ec);
+    std::chrono::steady_clock::time_point current_lease() const;  // under handle_mutex_ (shared)
+    error_code map_rc(int rc) const;
 
     client_options options_;
-    boost::asio::io_context internal_;
-    boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
-    boost::asio::any_io_executor executor_;
-    boost::asio::strand<boost::asio::any_io_executor> events_;
-    std::thread thread_;
+    std::shared_ptr<runtime> rt_;
+    boost::asio::any_io_executor user_executor_;
+    boost::asio::strand<boost::asio::any_io_executor> listener_strand_;
 
-    // The handle, replaced after a session is lost. Readers (senders) take it shared.
+    // The handle, replaced after a session is lost. Senders and live-state readers take it shared.
     mutable std::shared_mutex handle_mutex_;
     zhandle_t* zh_ = nullptr;
     std::uint64_t generation_ = 0;
-    std::list<handle_context> contexts_;
-    // Requests sent while the handle was being replaced: sent on the new one as soon as it exists.
+    std::map<std::uint64_t, std::unique_ptr<handle_context>> contexts_;  // until its handle is closed
+    // Requests sent while there is no handle: sent on the next one, or failed if opening it fails.
     std::mutex parked_mutex_;
     std::vector<request*> parked_;
 
@@ -180,32 +189,50 @@ private:
     std::atomic<bool> connected_{false};
     std::atomic<std::int64_t> negotiated_timeout_{0};
     std::atomic<std::uint64_t> session_count_{0};
+    std::atomic<std::int64_t> last_sent_{0};  // steady clock ticks of the latest send
 
-    // Internal thread only.
+    // The lease: the server answered a request of handle `lease_generation_` that was sent at
+    // `lease_sent_`; the session lives on the server at least a session timeout past that.
+    mutable std::mutex lease_mutex_;
+    std::uint64_t lease_generation_ = 0;
+    std::chrono::steady_clock::time_point lease_sent_{};
+
+    // Session thread only.
     bool session_established_ = false;
     bool suspended_ = false;
+    std::int64_t established_session_ = 0;
     boost::asio::steady_timer lost_timer_;
     boost::asio::steady_timer reopen_timer_;
+    boost::asio::steady_timer heartbeat_timer_;
+    std::chrono::milliseconds reopen_delay_{250};
     std::unordered_set<request*> backing_off_;
+    std::vector<given_up_session> given_up_;
+    bool closing_given_up_ = false;
 
     mutable std::mutex state_mutex_;
     std::condition_variable state_changed_;
     connection_state state_ = connection_state::suspended;
+    std::string open_problem_;  // why the last attempt to open a handle failed (DNS), for messages
     std::vector<completion<>> connected_waiters_;
     std::vector<completion<connection_state>> next_state_waiters_;
     std::map<std::uint64_t, std::shared_ptr<listener_entry>> listeners_;
+    std::map<std::uint64_t, std::shared_ptr<internal_listener>> internal_listeners_;
     std::uint64_t next_listener_id_ = 0;
 
     std::mutex extensions_mutex_;
     std::map<const void*, std::shared_ptr<void>> extensions_;
 
-    std::mutex watches_mutex_;
-    std::unordered_map<watch_state*, std::shared_ptr<watch_state>> watches_;
+    watch_registry watches_;
 
     // ACL storage handed to the C client.
     std::vector<std::string> acl_strings_;
     std::vector<ACL> acl_entries_;
     ACL_vector acl_vector_{};
+};
+
+/// How recipes and tests reach a client's session layer (there is no public way).
+struct client_access {
+    static const std::shared_ptr<client_impl>& impl(const zkr::client& c) { return c.impl_; }
 };
 
 }  // namespace zkr::detail

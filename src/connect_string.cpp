@@ -43,3 +43,26 @@ std::string connect_string_problem(std::string_view connect) {
 }
 
 }  // namespace zkr::detail
+
+namespace zkr::detail {
+
+std::vector<std::pair<std::string, std::string>> connect_string_hosts(std::string_view connect) {
+    std::vector<std::pair<std::string, std::string>> out;
+    std::string_view hosts = connect.substr(0, connect.find('/'));
+    std::size_t start = 0;
+    while (start < hosts.size()) {
+        std::size_t end = hosts.find(',', start);
+        if (end == std::string_view::npos) end = hosts.size();
+        std::string_view entry = hosts.substr(start, end - start);
+        std::size_t colon = entry.rfind(':');
+        if (colon != std::string_view::npos) {
+            std::string_view host = entry.substr(0, colon);
+            if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+            out.emplace_back(std::string(host), std::string(entry.substr(colon + 1)));
+        }
+        start = end + 1;
+    }
+    return out;
+}
+
+}  // namespace zkr::detail

@@ -3,10 +3,15 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace zkr::detail {
 
 /// Why `connect` is not "host:port[,host:port...][/chroot]", or an empty string if it is.
 std::string connect_string_problem(std::string_view connect);
+
+/// The (host, port) pairs of a well-formed connect string, brackets of IPv6 literals removed.
+std::vector<std::pair<std::string, std::string>> connect_string_hosts(std::string_view connect);
 
 }  // namespace zkr::detail

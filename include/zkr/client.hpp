@@ -51,6 +51,7 @@ inline constexpr set_watch_t set_watch{};
 
 namespace detail {
 class client_impl;
+struct client_access;  // recipes and tests reach the session layer through it
 template <class T>
 using handler = boost::asio::any_completion_handler<void(error_code, T)>;
 using empty_handler = boost::asio::any_completion_handler<void(error_code)>;
@@ -240,10 +241,8 @@ public:
     /// node is fine. Blocking.
     void create_parents(const std::string& path, create_mode parents_mode = create_mode::persistent);
 
-    /// For recipes and tests.
-    detail::client_impl& impl() const { return *impl_; }
-
 private:
+    friend struct detail::client_access;
     template <class Result, class Start, class CompletionToken>
     auto async_read(Start start, std::string path, bool watch, CompletionToken&& token) {
         return boost::asio::async_initiate<CompletionToken, void(error_code, Result)>(

@@ -1,6 +1,8 @@
 // What zkr's locks report about themselves and their queues.
 #pragma once
 
+#include "zkr/error.hpp"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -9,7 +11,7 @@ namespace zkr {
 
 /// A hold's standing, as far as this client can tell.
 enum class lock_state {
-    not_held,   ///< the calling thread holds nothing here
+    not_held,   ///< the calling thread (or the lock_hold) holds nothing here
     held,       ///< held, and the session is connected
     uncertain,  ///< held, but the connection is down: the session may be expiring right now
     lost,       ///< the session that held it is gone: another client may hold the lock now
@@ -17,12 +19,14 @@ enum class lock_state {
 const char* to_string(lock_state s) noexcept;
 
 /// Who made a lock node, from its data. zkr writes "zkr:1;host=<h>;pid=<p>;thread=<t>"
-/// (thread = the Linux thread id); other clients (Curator writes its IP address) leave fields
-/// empty and `raw` holds their data.
+/// (thread = the Linux thread id), plus ";async=1" for a hold owned by an async operation's
+/// lock_hold (then `thread` is the thread that started it); other clients (Curator writes its IP
+/// address) leave fields empty and `raw` holds their data.
 struct lock_owner {
     std::string host;
     std::int64_t pid = 0;
     std::int64_t thread = 0;
+    bool async = false;
     std::string raw;
     bool is_zkr() const noexcept { return pid != 0; }
 };
@@ -34,6 +38,7 @@ struct participant {
     bool reader = false;       ///< a read-lock node (read/write lock only)
     bool holds = false;        ///< it holds the lock now
     lock_owner owner;
+    zkr::error_code owner_error;  ///< why `owner` is unknown (e.g. no_auth: its data may not be read)
 };
 
 /// Counters of a client's lock engine (all locks of one zkr::client), for tests and tuning.
@@ -46,6 +51,7 @@ struct lock_statistics {
     std::uint64_t stale_nodes_deleted = 0;  ///< our nodes of failed creates or older sessions removed
     std::uint64_t delete_retries = 0;   ///< guaranteed deletes that had to be resent
     std::uint64_t holds_lost = 0;       ///< holds whose session was lost
+    std::uint64_t unowned_unlocks = 0;  ///< unlock() calls by a thread that held nothing (a bug of the caller's)
 };
 
 }  // namespace zkr

@@ -16,6 +16,11 @@ namespace zkr {
 /// - Upgrade (the write lock asked for by a thread holding only the read lock) would wait for
 ///   itself forever, as it does in Curator and kazoo: it is refused at once with
 ///   errc::upgrade_refused.
+/// - Downgrade and upgrade refusal are about a thread's blocking holds. Async holds (lock_hold)
+///   are owners of their own: an async writer queues behind its own thread's read hold like
+///   anyone else's.
+/// - A hold that was lost (its session gone) never counts as the thread's own: a lost write hold
+///   does not let the thread's read lock skip the queue.
 class shared_mutex {
 public:
     /// Throws std::invalid_argument naming the path and the rule it breaks.
@@ -27,24 +32,36 @@ public:
     // Exclusive (write) side.
     void lock() { write_.lock(); }
     bool try_lock() { return write_.try_lock(); }
+    bool try_lock(error_code& ec) { return write_.try_lock(ec); }
     template <class Rep, class Period>
     bool try_lock_for(const std::chrono::duration<Rep, Period>& timeout) { return write_.try_lock_for(timeout); }
+    template <class Rep, class Period>
+    bool try_lock_for(const std::chrono::duration<Rep, Period>& timeout, error_code& ec) {
+        return write_.try_lock_for(timeout, ec);
+    }
     template <class Clock, class Duration>
     bool try_lock_until(const std::chrono::time_point<Clock, Duration>& deadline) { return write_.try_lock_until(deadline); }
     void unlock() noexcept { write_.unlock(); }
+    /// Async: completes with a zkr::lock_hold owning a write hold of its own (see lock_view::async_lock).
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_lock(CompletionToken&& token = {}) { return write_.async_lock(std::forward<CompletionToken>(token)); }
 
     // Shared (read) side.
     void lock_shared() { read_.lock(); }
     bool try_lock_shared() { return read_.try_lock(); }
+    bool try_lock_shared(error_code& ec) { return read_.try_lock(ec); }
     template <class Rep, class Period>
     bool try_lock_shared_for(const std::chrono::duration<Rep, Period>& timeout) { return read_.try_lock_for(timeout); }
+    template <class Rep, class Period>
+    bool try_lock_shared_for(const std::chrono::duration<Rep, Period>& timeout, error_code& ec) {
+        return read_.try_lock_for(timeout, ec);
+    }
     template <class Clock, class Duration>
     bool try_lock_shared_until(const std::chrono::time_point<Clock, Duration>& deadline) {
         return read_.try_lock_until(deadline);
     }
     void unlock_shared() noexcept { read_.unlock(); }
+    /// Async: completes with a zkr::lock_hold owning a read hold of its own; async readers share.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_lock_shared(CompletionToken&& token = {}) { return read_.async_lock(std::forward<CompletionToken>(token)); }
 

@@ -3,6 +3,7 @@
 
 #include "zkr/client.hpp"
 #include "zkr/error.hpp"
+#include "zkr/lock_hold.hpp"
 #include "zkr/lock_types.hpp"
 #include "zkr/log.hpp"
 #include "zkr/lock_view.hpp"

@@ -38,9 +38,10 @@ public:
         thread_ = std::thread([this, on_acquired] {
             // Async, so that a release before the lock is ever held can cancel the wait.
             auto locked = view_->async_lock(boost::asio::bind_cancellation_slot(cancel_.slot(), boost::asio::use_future));
+            zkr::lock_hold hold;
             try {
-                locked.get();
-            } catch (const boost::system::system_error&) {
+                hold = locked.get();
+            } catch (const zkr::system_error&) {
                 return;  // cancelled by release(), or failed: the test's own checks say which
             }
             acquired = true;
@@ -48,7 +49,7 @@ public:
             std::unique_lock lock(mutex_of_release_);
             release_cv_.wait(lock, [&] { return release_now_; });
             lock.unlock();
-            view_->unlock();
+            hold.unlock();
         });
     }
     ~background_lock() { release(); }

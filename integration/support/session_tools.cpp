@@ -61,7 +61,7 @@ session_keeper::~session_keeper() {
 }
 
 std::int64_t expire_session(const zkr::client& c, const std::string& connect) {
-    auto credentials = c.impl().session_credentials();
+    auto credentials = zkr::detail::client_access::impl(c)->session_credentials();
     if (credentials.first == 0) throw std::runtime_error("expire_session: the client has no session");
     // The client may win its session back between our join and our close (the server then
     // refuses our close as "session moved"): try again until the client reports the loss.

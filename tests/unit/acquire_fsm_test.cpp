@@ -14,7 +14,7 @@ using zkr::event_type;
 using zkr::detail::acquire_fsm;
 using zkr::detail::acquire_options;
 using zkr::detail::lock_kind;
-using step = acquire_fsm::step;
+namespace step = zkr::detail::step;
 using strings = std::vector<std::string>;
 
 namespace {
@@ -56,6 +56,34 @@ zkr::exists_result exists(std::int64_t owner, std::int64_t czxid = 77) {
     return r;
 }
 
+// The path a step is about (test shorthand; the action itself says which step owns which field).
+std::string path_of(const acquire_fsm::action& a) {
+    return std::visit(
+        [](const auto& s) -> std::string {
+            using S = std::decay_t<decltype(s)>;
+            if constexpr (std::is_same_v<S, step::create_and_list> || std::is_same_v<S, step::create_parents> ||
+                          std::is_same_v<S, step::list>)
+                return s.path;
+            else if constexpr (std::is_same_v<S, step::check_owner> || std::is_same_v<S, step::watch> ||
+                               std::is_same_v<S, step::wait> || std::is_same_v<S, step::remove_watch>)
+                return s.node;
+            else
+                return {};
+        },
+        a.next);
+}
+bool acquired(const acquire_fsm::action& a) { return a.is<step::done>() && a.as<step::done>().acquired; }
+zkr::error_code error_of(const acquire_fsm::action& a) {
+    REQUIRE(a.is<step::done>());
+    return a.as<step::done>().error;
+}
+strings sweep_of(const acquire_fsm::action& a) {
+    REQUIRE(a.is<step::done>());
+    strings out;
+    for (const auto& u : a.as<step::done>().sweep) out.push_back(u.prefix);
+    return out;
+}
+
 bool contains(const strings& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
 
 // start() and a successful create with `children` listed alongside.
@@ -69,19 +97,19 @@ acquire_fsm::action created_and_listed(acquire_fsm& f, const std::string& ours, 
 TEST_CASE("acquire_fsm 1: uncontended", "[acquire_fsm]") {
     auto f = make();
     auto a = f.start();
-    CHECK(a.what == step::create_and_list);
-    CHECK(a.path == "/l/_c_u1-lock-");
+    CHECK(a.is<step::create_and_list>());
+    CHECK(path_of(a) == "/l/_c_u1-lock-");
     CHECK(a.deletes.empty());
     CHECK_FALSE(f.finished());
     CHECK(f.attempts() == 1);
 
     a = f.on_created_and_listed({}, created("/l/_c_u1-lock-0000000000", 1234), {}, {"_c_u1-lock-0000000000"},
                                 session);
-    CHECK(a.what == step::done);
-    CHECK(a.acquired);
-    CHECK_FALSE(a.error);
+    CHECK(a.is<step::done>());
+    CHECK(acquired(a));
+    CHECK_FALSE(error_of(a));
     CHECK(a.deletes.empty());
-    CHECK(a.path == "/l/_c_u1-lock-0000000000");
+    CHECK(f.node_path() == "/l/_c_u1-lock-0000000000");
     CHECK(f.finished());
     CHECK(f.node_path() == "/l/_c_u1-lock-0000000000");
     CHECK(f.node_name() == "_c_u1-lock-0000000000");
@@ -92,8 +120,8 @@ TEST_CASE("acquire_fsm 1: uncontended", "[acquire_fsm]") {
     CHECK(f.stale_deleted() == 0);
 
     // Late or duplicate replies after done change nothing.
-    CHECK(f.on_watch_event({}, event_type::deleted, session).what == step::none);
-    CHECK(f.on_listed({}, {}, session).what == step::none);
+    CHECK(f.on_watch_event({}, event_type::deleted, session).is<step::none>());
+    CHECK(f.on_listed({}, {}, session).is<step::none>());
     CHECK(f.finished());
 }
 
@@ -101,28 +129,28 @@ TEST_CASE("acquire_fsm 1b: uncontended among non-lock children", "[acquire_fsm]"
     auto f = make();
     f.start();
     auto a = created_and_listed(f, "_c_u1-lock-0000000005", {"config", "_c_u1-lock-0000000005", "leases"});
-    CHECK(a.what == step::done);
-    CHECK(a.acquired);
+    CHECK(a.is<step::done>());
+    CHECK(acquired(a));
 }
 
 TEST_CASE("acquire_fsm 2: contended, predecessor was the head", "[acquire_fsm]") {
     auto f = make();
     f.start();
     auto a = created_and_listed(f, "_c_u1-lock-0000000001", {"_c_u1-lock-0000000001", "_c_other-lock-0000000000"});
-    REQUIRE(a.what == step::watch);
-    CHECK(a.path == "/l/_c_other-lock-0000000000");
+    REQUIRE(a.is<step::watch>());
+    CHECK(path_of(a) == "/l/_c_other-lock-0000000000");
     CHECK(a.deletes.empty());
     CHECK(f.watched() == "_c_other-lock-0000000000");
 
     a = f.on_watch_set({}, session);
-    REQUIRE(a.what == step::wait);
-    CHECK(a.path == "/l/_c_other-lock-0000000000");
+    REQUIRE(a.is<step::wait>());
+    CHECK(path_of(a) == "/l/_c_other-lock-0000000000");
     CHECK_FALSE(f.finished());
 
     a = f.on_watch_event({}, event_type::deleted, session);
-    CHECK(a.what == step::done);  // no list step: nothing below ours can appear
-    CHECK(a.acquired);
-    CHECK_FALSE(a.error);
+    CHECK(a.is<step::done>());  // no list step: nothing below ours can appear
+    CHECK(acquired(a));
+    CHECK_FALSE(error_of(a));
     CHECK(a.deletes.empty());
     CHECK(f.node_path() == "/l/_c_u1-lock-0000000001");
 }
@@ -132,24 +160,24 @@ TEST_CASE("acquire_fsm 3: third in queue: a departure that leaves others ahead l
     f.start();
     auto a = created_and_listed(f, "_c_u1-lock-0000000002",
                                 {"_c_b-lock-0000000001", "_c_u1-lock-0000000002", "_c_a-lock-0000000000"});
-    REQUIRE(a.what == step::watch);
-    CHECK(a.path == "/l/_c_b-lock-0000000001");  // the immediate predecessor
-    REQUIRE(f.on_watch_set({}, session).what == step::wait);
+    REQUIRE(a.is<step::watch>());
+    CHECK(path_of(a) == "/l/_c_b-lock-0000000001");  // the immediate predecessor
+    REQUIRE(f.on_watch_set({}, session).is<step::wait>());
 
     // The cached listing still shows `a` ahead, but it may be long gone: one fresh listing,
     // not a probe per stale entry (which made hand-offs O(queue length)).
     a = f.on_watch_event({}, event_type::deleted, session);
-    REQUIRE(a.what == step::list);
+    REQUIRE(a.is<step::list>());
     SECTION("a is gone too: acquired") {
         a = f.on_listed({}, {"_c_u1-lock-0000000002"}, session);
-        CHECK(a.what == step::done);
-        CHECK(a.acquired);
-        CHECK_FALSE(a.error);
+        CHECK(a.is<step::done>());
+        CHECK(acquired(a));
+        CHECK_FALSE(error_of(a));
     }
     SECTION("a is still there: watch it") {
         a = f.on_listed({}, {"_c_a-lock-0000000000", "_c_u1-lock-0000000002"}, session);
-        REQUIRE(a.what == step::watch);
-        CHECK(a.path == "/l/_c_a-lock-0000000000");
+        REQUIRE(a.is<step::watch>());
+        CHECK(path_of(a) == "/l/_c_a-lock-0000000000");
     }
 }
 
@@ -158,10 +186,10 @@ TEST_CASE("acquire_fsm 4: predecessor vanishes between listing and watch", "[acq
         auto f = make();
         f.start();
         auto a = created_and_listed(f, "_c_u1-lock-0000000001", {"_c_x-lock-0000000000", "_c_u1-lock-0000000001"});
-        REQUIRE(a.what == step::watch);
+        REQUIRE(a.is<step::watch>());
         a = f.on_watch_set(ec(errc::no_node), session);
-        CHECK(a.what == step::done);
-        CHECK(a.acquired);
+        CHECK(a.is<step::done>());
+        CHECK(acquired(a));
         CHECK(a.deletes.empty());
     }
     SECTION("another is below it: list again, then watch what is really there") {
@@ -169,16 +197,16 @@ TEST_CASE("acquire_fsm 4: predecessor vanishes between listing and watch", "[acq
         f.start();
         auto a = created_and_listed(f, "_c_u1-lock-0000000007",
                                     {"_c_x-lock-0000000003", "_c_y-lock-0000000005", "_c_u1-lock-0000000007"});
-        REQUIRE(a.path == "/l/_c_y-lock-0000000005");
+        REQUIRE(path_of(a) == "/l/_c_y-lock-0000000005");
         a = f.on_watch_set(ec(errc::no_node), session);
-        REQUIRE(a.what == step::list);
+        REQUIRE(a.is<step::list>());
         a = f.on_listed({}, {"_c_x-lock-0000000003", "_c_u1-lock-0000000007"}, session);
-        REQUIRE(a.what == step::watch);
-        CHECK(a.path == "/l/_c_x-lock-0000000003");
-        REQUIRE(f.on_watch_set({}, session).what == step::wait);
+        REQUIRE(a.is<step::watch>());
+        CHECK(path_of(a) == "/l/_c_x-lock-0000000003");
+        REQUIRE(f.on_watch_set({}, session).is<step::wait>());
         a = f.on_watch_event({}, event_type::deleted, session);
-        CHECK(a.what == step::done);  // x was the head: no listing needed
-        CHECK(a.acquired);
+        CHECK(a.is<step::done>());  // x was the head: no listing needed
+        CHECK(acquired(a));
     }
 }
 
@@ -187,9 +215,9 @@ TEST_CASE("acquire_fsm 5: try (wait=false)", "[acquire_fsm]") {
         auto f = make(options(lock_kind::exclusive, false));
         f.start();
         auto a = created_and_listed(f, "_c_u1-lock-0000000001", {"_c_x-lock-0000000000", "_c_u1-lock-0000000001"});
-        CHECK(a.what == step::done);
-        CHECK_FALSE(a.acquired);
-        CHECK_FALSE(a.error);
+        CHECK(a.is<step::done>());
+        CHECK_FALSE(acquired(a));
+        CHECK_FALSE(error_of(a));
         CHECK(a.deletes == strings{"/l/_c_u1-lock-0000000001"});
         CHECK(f.finished());
     }
@@ -197,8 +225,8 @@ TEST_CASE("acquire_fsm 5: try (wait=false)", "[acquire_fsm]") {
         auto f = make(options(lock_kind::exclusive, false));
         f.start();
         auto a = created_and_listed(f, "_c_u1-lock-0000000000", {"_c_u1-lock-0000000000"});
-        CHECK(a.what == step::done);
-        CHECK(a.acquired);
+        CHECK(a.is<step::done>());
+        CHECK(acquired(a));
         CHECK(a.deletes.empty());
     }
 }
@@ -206,10 +234,10 @@ TEST_CASE("acquire_fsm 5: try (wait=false)", "[acquire_fsm]") {
 TEST_CASE("acquire_fsm 6: parent missing", "[acquire_fsm]") {
     auto f = make();
     auto first = f.start();
-    REQUIRE(first.path == "/l/_c_u1-lock-");
+    REQUIRE(path_of(first) == "/l/_c_u1-lock-");
     auto a = f.on_created_and_listed(ec(errc::no_node), {}, ec(errc::no_node), {}, session);
-    REQUIRE(a.what == step::create_parents);
-    CHECK(a.path == "/l");
+    REQUIRE(a.is<step::create_parents>());
+    CHECK(path_of(a) == "/l");
     CHECK(a.deletes.empty());
 
     SECTION("created") {
@@ -218,24 +246,23 @@ TEST_CASE("acquire_fsm 6: parent missing", "[acquire_fsm]") {
     SECTION("someone else created it first") {
         a = f.on_parents_created(ec(errc::node_exists));
     }
-    REQUIRE(a.what == step::create_and_list);
-    CHECK(a.path == first.path);  // the SAME prefix: nothing was created under it
+    REQUIRE(a.is<step::create_and_list>());
+    CHECK(path_of(a) == path_of(first));  // the SAME prefix: nothing was created under it
     CHECK(f.attempts() == 1);
 
     a = created_and_listed(f, "_c_u1-lock-0000000000", {"_c_u1-lock-0000000000"});
-    CHECK(a.what == step::done);
-    CHECK(a.acquired);
+    CHECK(a.is<step::done>());
+    CHECK(acquired(a));
 }
 
 TEST_CASE("acquire_fsm 6b: parents cannot be created", "[acquire_fsm]") {
     auto f = make();
     f.start();
-    REQUIRE(f.on_created_and_listed(ec(errc::no_node), {}, ec(errc::no_node), {}, session).what ==
-            step::create_parents);
+    REQUIRE(f.on_created_and_listed(ec(errc::no_node), {}, ec(errc::no_node), {}, session).is<step::create_parents>());
     auto a = f.on_parents_created(ec(errc::no_auth));
-    CHECK(a.what == step::done);
-    CHECK_FALSE(a.acquired);
-    CHECK(a.error == errc::no_auth);
+    CHECK(a.is<step::done>());
+    CHECK_FALSE(acquired(a));
+    CHECK(error_of(a) == errc::no_auth);
 }
 
 TEST_CASE("acquire_fsm 7: lost create reply, node found and ours (adopted)", "[acquire_fsm]") {
@@ -247,18 +274,18 @@ TEST_CASE("acquire_fsm 7: lost create reply, node found and ours (adopted)", "[a
     }
     SECTION("the listing failed too: list again") {
         a = f.on_created_and_listed(ec(errc::connection_loss), {}, ec(errc::connection_loss), {}, session);
-        REQUIRE(a.what == step::list);
-        CHECK(a.path == "/l");
+        REQUIRE(a.is<step::list>());
+        CHECK(path_of(a) == "/l");
         a = f.on_listed({}, {"_c_u1-lock-0000000000"}, session);
     }
-    REQUIRE(a.what == step::check_owner);
-    CHECK(a.path == "/l/_c_u1-lock-0000000000");
+    REQUIRE(a.is<step::check_owner>());
+    CHECK(path_of(a) == "/l/_c_u1-lock-0000000000");
     CHECK(a.deletes.empty());
 
     a = f.on_owner({}, exists(session, 555), session);
-    CHECK(a.what == step::done);
-    CHECK(a.acquired);
-    CHECK_FALSE(a.error);
+    CHECK(a.is<step::done>());
+    CHECK(acquired(a));
+    CHECK_FALSE(error_of(a));
     CHECK(a.deletes.empty());
     CHECK(f.adopted());
     CHECK(f.node_path() == "/l/_c_u1-lock-0000000000");
@@ -273,16 +300,16 @@ TEST_CASE("acquire_fsm 7b: adopted node still has to wait its turn", "[acquire_f
     f.start();
     auto a = f.on_created_and_listed(ec(errc::operation_timeout), {}, {},
                                      {"_c_x-lock-0000000000", "_c_u1-lock-0000000001"}, session);
-    REQUIRE(a.what == step::check_owner);
-    CHECK(a.path == "/l/_c_u1-lock-0000000001");
+    REQUIRE(a.is<step::check_owner>());
+    CHECK(path_of(a) == "/l/_c_u1-lock-0000000001");
     a = f.on_owner({}, exists(session), session);
-    REQUIRE(a.what == step::watch);
-    CHECK(a.path == "/l/_c_x-lock-0000000000");
+    REQUIRE(a.is<step::watch>());
+    CHECK(path_of(a) == "/l/_c_x-lock-0000000000");
     CHECK(f.adopted());
-    REQUIRE(f.on_watch_set({}, session).what == step::wait);
+    REQUIRE(f.on_watch_set({}, session).is<step::wait>());
     a = f.on_watch_event({}, event_type::deleted, session);
-    CHECK(a.what == step::done);
-    CHECK(a.acquired);
+    CHECK(a.is<step::done>());
+    CHECK(acquired(a));
     CHECK(f.node_path() == "/l/_c_u1-lock-0000000001");
 }
 
@@ -290,10 +317,10 @@ TEST_CASE("acquire_fsm 8: lost create reply, node of another (old) session", "[a
     auto f = make();
     f.start();
     auto a = f.on_created_and_listed(ec(errc::connection_loss), {}, {}, {"_c_u1-lock-0000000000"}, session);
-    REQUIRE(a.what == step::check_owner);
+    REQUIRE(a.is<step::check_owner>());
     a = f.on_owner({}, exists(41), session);
-    REQUIRE(a.what == step::create_and_list);
-    CHECK(a.path == "/l/_c_u2-lock-");
+    REQUIRE(a.is<step::create_and_list>());
+    CHECK(path_of(a) == "/l/_c_u2-lock-");
     CHECK(a.deletes == strings{"/l/_c_u1-lock-0000000000"});  // never adopted (CURATOR-604): removed
     CHECK_FALSE(f.adopted());
     CHECK(f.stale_deleted() == 1);
@@ -306,12 +333,12 @@ TEST_CASE("acquire_fsm 8: lost create reply, node of another (old) session", "[a
     CHECK(f.stale_deleted() == 2);
     // The stale node must not hold us up for good: it is removed before the next step, so at
     // worst its watch finds it gone.
-    if (a.what == step::watch) {
-        CHECK(a.path == "/l/_c_u1-lock-0000000000");
+    if (a.is<step::watch>()) {
+        CHECK(path_of(a) == "/l/_c_u1-lock-0000000000");
         a = f.on_watch_set(ec(errc::no_node), session);
     }
-    CHECK(a.what == step::done);
-    CHECK(a.acquired);
+    CHECK(a.is<step::done>());
+    CHECK(acquired(a));
     CHECK(f.node_path() == "/l/_c_u2-lock-0000000001");
     CHECK_FALSE(f.adopted());
 }
@@ -319,12 +346,11 @@ TEST_CASE("acquire_fsm 8: lost create reply, node of another (old) session", "[a
 TEST_CASE("acquire_fsm 8b: lost create reply, node gone before the owner check", "[acquire_fsm]") {
     auto f = make();
     f.start();
-    REQUIRE(f.on_created_and_listed(ec(errc::connection_loss), {}, {}, {"_c_u1-lock-0000000000"}, session).what ==
-            step::check_owner);
+    REQUIRE(f.on_created_and_listed(ec(errc::connection_loss), {}, {}, {"_c_u1-lock-0000000000"}, session).is<step::check_owner>());
     zkr::exists_result gone;  // exists == false
     auto a = f.on_owner({}, gone, session);
-    REQUIRE(a.what == step::create_and_list);
-    CHECK(a.path == "/l/_c_u2-lock-");
+    REQUIRE(a.is<step::create_and_list>());
+    CHECK(path_of(a) == "/l/_c_u2-lock-");
     CHECK(a.deletes.empty());
     CHECK(f.stale_deleted() == 0);
 }
@@ -333,8 +359,8 @@ TEST_CASE("acquire_fsm 9: lost create reply, node not in the listing", "[acquire
     auto f = make();
     f.start();
     auto a = f.on_created_and_listed(ec(errc::connection_loss), {}, {}, {"_c_x-lock-0000000000"}, session);
-    REQUIRE(a.what == step::create_and_list);
-    CHECK(a.path == "/l/_c_u2-lock-");
+    REQUIRE(a.is<step::create_and_list>());
+    CHECK(path_of(a) == "/l/_c_u2-lock-");
     CHECK(a.deletes.empty());
     CHECK(f.attempts() == 2);
 
@@ -343,7 +369,7 @@ TEST_CASE("acquire_fsm 9: lost create reply, node not in the listing", "[acquire
                            {"_c_x-lock-0000000000", "_c_u1-lock-0000000001", "_c_u2-lock-0000000002"});
     CHECK(a.deletes == strings{"/l/_c_u1-lock-0000000001"});
     CHECK(f.stale_deleted() == 1);
-    REQUIRE(a.what == step::watch);
+    REQUIRE(a.is<step::watch>());
 }
 
 TEST_CASE("acquire_fsm 10: our node is of another session (CURATOR-604)", "[acquire_fsm]") {
@@ -352,14 +378,14 @@ TEST_CASE("acquire_fsm 10: our node is of another session (CURATOR-604)", "[acqu
     // The create was answered on session 41; the client is on session 42 now.
     auto a = f.on_created_and_listed({}, created("/l/_c_u1-lock-0000000000", 100, 41), {}, {"_c_u1-lock-0000000000"},
                                      session);
-    REQUIRE(a.what == step::create_and_list);
-    CHECK(a.path == "/l/_c_u2-lock-");
+    REQUIRE(a.is<step::create_and_list>());
+    CHECK(path_of(a) == "/l/_c_u2-lock-");
     CHECK(a.deletes == strings{"/l/_c_u1-lock-0000000000"});
     CHECK_FALSE(f.finished());
 
     a = created_and_listed(f, "_c_u2-lock-0000000001", {"_c_u2-lock-0000000001"});
-    CHECK(a.what == step::done);
-    CHECK(a.acquired);
+    CHECK(a.is<step::done>());
+    CHECK(acquired(a));
     CHECK(f.session() == session);
 }
 
@@ -367,8 +393,8 @@ TEST_CASE("acquire_fsm 10b: no session at evaluation time", "[acquire_fsm]") {
     auto f = make();
     f.start();
     auto a = f.on_created_and_listed({}, created("/l/_c_u1-lock-0000000000"), {}, {"_c_u1-lock-0000000000"}, 0);
-    REQUIRE(a.what == step::create_and_list);
-    CHECK(a.path == "/l/_c_u2-lock-");
+    REQUIRE(a.is<step::create_and_list>());
+    CHECK(path_of(a) == "/l/_c_u2-lock-");
     CHECK(contains(a.deletes, "/l/_c_u1-lock-0000000000"));
 }
 
@@ -376,11 +402,11 @@ TEST_CASE("acquire_fsm: create ok, listing failed, then listed", "[acquire_fsm]"
     auto f = make();
     f.start();
     auto a = f.on_created_and_listed({}, created("/l/_c_u1-lock-0000000003"), ec(errc::connection_loss), {}, session);
-    REQUIRE(a.what == step::list);
-    CHECK(a.path == "/l");
+    REQUIRE(a.is<step::list>());
+    CHECK(path_of(a) == "/l");
     a = f.on_listed({}, {"_c_u1-lock-0000000003"}, session);
-    CHECK(a.what == step::done);
-    CHECK(a.acquired);
+    CHECK(a.is<step::done>());
+    CHECK(acquired(a));
     CHECK(f.node_path() == "/l/_c_u1-lock-0000000003");
 }
 
@@ -388,8 +414,8 @@ TEST_CASE("acquire_fsm: our node missing from the listing", "[acquire_fsm]") {
     auto f = make();
     f.start();
     auto a = created_and_listed(f, "_c_u1-lock-0000000003", {"_c_x-lock-0000000001"});
-    REQUIRE(a.what == step::create_and_list);
-    CHECK(a.path == "/l/_c_u2-lock-");
+    REQUIRE(a.is<step::create_and_list>());
+    CHECK(path_of(a) == "/l/_c_u2-lock-");
     CHECK(a.deletes.empty());
 }
 
@@ -397,47 +423,46 @@ TEST_CASE("acquire_fsm: lock path reaped under a listing", "[acquire_fsm]") {
     auto f = make();
     f.start();
     REQUIRE(f.on_created_and_listed({}, created("/l/_c_u1-lock-0000000003"), ec(errc::connection_loss), {}, session)
-                .what == step::list);
+                .is<step::list>());
     auto a = f.on_listed(ec(errc::no_node), {}, session);
-    REQUIRE(a.what == step::create_and_list);
-    CHECK(a.path == "/l/_c_u2-lock-");
+    REQUIRE(a.is<step::create_and_list>());
+    CHECK(path_of(a) == "/l/_c_u2-lock-");
 }
 
 TEST_CASE("acquire_fsm: a create that fails for good", "[acquire_fsm]") {
     auto f = make();
     f.start();
     auto a = f.on_created_and_listed(ec(errc::no_auth), {}, {}, {}, session);
-    CHECK(a.what == step::done);
-    CHECK_FALSE(a.acquired);
-    CHECK(a.error == errc::no_auth);
+    CHECK(a.is<step::done>());
+    CHECK_FALSE(acquired(a));
+    CHECK(error_of(a) == errc::no_auth);
     CHECK(a.deletes.empty());
 }
 
 TEST_CASE("acquire_fsm 11: the watch ends with an error", "[acquire_fsm]") {
     auto f = make();
     f.start();
-    REQUIRE(created_and_listed(f, "_c_u1-lock-0000000001", {"_c_x-lock-0000000000", "_c_u1-lock-0000000001"}).what ==
-            step::watch);
-    REQUIRE(f.on_watch_set({}, session).what == step::wait);
+    REQUIRE(created_and_listed(f, "_c_u1-lock-0000000001", {"_c_x-lock-0000000000", "_c_u1-lock-0000000001"}).is<step::watch>());
+    REQUIRE(f.on_watch_set({}, session).is<step::wait>());
 
     SECTION("session expired: start over with a new node") {
         auto a = f.on_watch_event(ec(errc::session_expired), event_type::not_watching, 43);
-        REQUIRE(a.what == step::create_and_list);
-        CHECK(a.path == "/l/_c_u2-lock-");
+        REQUIRE(a.is<step::create_and_list>());
+        CHECK(path_of(a) == "/l/_c_u2-lock-");
         CHECK_FALSE(f.finished());
         CHECK(f.attempts() == 2);
         a = f.on_created_and_listed({}, created("/l/_c_u2-lock-0000000002", 200, 43), {},
                                     {"_c_u2-lock-0000000002"}, 43);
-        CHECK(a.what == step::done);
-        CHECK(a.acquired);
+        CHECK(a.is<step::done>());
+        CHECK(acquired(a));
         CHECK(f.session() == 43);
         CHECK(f.czxid() == 200);
     }
     SECTION("client closed: done with that error") {
         auto a = f.on_watch_event(ec(errc::client_closed), event_type::not_watching, 0);
-        CHECK(a.what == step::done);
-        CHECK_FALSE(a.acquired);
-        CHECK(a.error == errc::client_closed);
+        CHECK(a.is<step::done>());
+        CHECK_FALSE(acquired(a));
+        CHECK(error_of(a) == errc::client_closed);
         CHECK(f.finished());
     }
 }
@@ -445,25 +470,24 @@ TEST_CASE("acquire_fsm 11: the watch ends with an error", "[acquire_fsm]") {
 TEST_CASE("acquire_fsm 11b: setting the watch fails", "[acquire_fsm]") {
     auto f = make();
     f.start();
-    REQUIRE(created_and_listed(f, "_c_u1-lock-0000000001", {"_c_x-lock-0000000000", "_c_u1-lock-0000000001"}).what ==
-            step::watch);
+    REQUIRE(created_and_listed(f, "_c_u1-lock-0000000001", {"_c_x-lock-0000000000", "_c_u1-lock-0000000001"}).is<step::watch>());
     SECTION("session expired: start over") {
         auto a = f.on_watch_set(ec(errc::session_expired), session);
-        REQUIRE(a.what == step::create_and_list);
-        CHECK(a.path == "/l/_c_u2-lock-");
+        REQUIRE(a.is<step::create_and_list>());
+        CHECK(path_of(a) == "/l/_c_u2-lock-");
     }
     SECTION("client closed: done, our node removed") {
         auto a = f.on_watch_set(ec(errc::client_closed), session);
-        CHECK(a.what == step::done);
-        CHECK_FALSE(a.acquired);
-        CHECK(a.error == errc::client_closed);
+        CHECK(a.is<step::done>());
+        CHECK_FALSE(acquired(a));
+        CHECK(error_of(a) == errc::client_closed);
         CHECK(a.deletes == strings{"/l/_c_u1-lock-0000000001"});
     }
     SECTION("another error: done, our node removed") {
         auto a = f.on_watch_set(ec(errc::no_auth), session);
-        CHECK(a.what == step::done);
-        CHECK_FALSE(a.acquired);
-        CHECK(a.error == errc::no_auth);
+        CHECK(a.is<step::done>());
+        CHECK_FALSE(acquired(a));
+        CHECK(error_of(a) == errc::no_auth);
         CHECK(a.deletes == strings{"/l/_c_u1-lock-0000000001"});
     }
 }
@@ -475,19 +499,19 @@ TEST_CASE("acquire_fsm 12: abandon", "[acquire_fsm]") {
         auto f = make();
         f.start();
         REQUIRE(created_and_listed(f, "_c_u1-lock-0000000001", {"_c_x-lock-0000000000", "_c_u1-lock-0000000001"})
-                    .what == step::watch);
-        REQUIRE(f.on_watch_set({}, session).what == step::wait);
+                    .is<step::watch>());
+        REQUIRE(f.on_watch_set({}, session).is<step::wait>());
         auto a = f.abandon(reason);
-        REQUIRE(a.what == step::remove_watch);
-        CHECK(a.path == "/l/_c_x-lock-0000000000");
+        REQUIRE(a.is<step::remove_watch>());
+        CHECK(path_of(a) == "/l/_c_x-lock-0000000000");
         CHECK_FALSE(f.finished());
         // The removed watch's own ending is not an event to act on.
-        CHECK(f.on_watch_event(ec(errc::watch_removed), event_type::not_watching, session).what == step::none);
-        CHECK(f.abandon(reason).what == step::none);  // a second abandon is ignored
+        CHECK(f.on_watch_event(ec(errc::watch_removed), event_type::not_watching, session).is<step::none>());
+        CHECK(f.abandon(reason).is<step::none>());  // a second abandon is ignored
         a = f.on_watch_removed();
-        CHECK(a.what == step::done);
-        CHECK_FALSE(a.acquired);
-        CHECK(a.error == reason);
+        CHECK(a.is<step::done>());
+        CHECK_FALSE(acquired(a));
+        CHECK(error_of(a) == reason);
         CHECK(a.deletes == strings{"/l/_c_u1-lock-0000000001"});
         CHECK(f.finished());
     }
@@ -495,68 +519,66 @@ TEST_CASE("acquire_fsm 12: abandon", "[acquire_fsm]") {
         auto f = make();
         f.start();
         auto a = f.abandon(reason);
-        CHECK(a.what == step::none);
+        CHECK(a.is<step::none>());
         CHECK_FALSE(f.finished());
         a = created_and_listed(f, "_c_u1-lock-0000000000", {"_c_u1-lock-0000000000"});
-        CHECK(a.what == step::done);
-        CHECK_FALSE(a.acquired);  // though it would have held
-        CHECK(a.error == reason);
+        CHECK(a.is<step::done>());
+        CHECK_FALSE(acquired(a));  // though it would have held
+        CHECK(error_of(a) == reason);
         CHECK(a.deletes == strings{"/l/_c_u1-lock-0000000000"});
     }
     SECTION("while the create is in flight and its reply is lost: the found node is removed") {
         auto f = make();
         f.start();
-        REQUIRE(f.abandon(reason).what == step::none);
+        REQUIRE(f.abandon(reason).is<step::none>());
         auto a = f.on_created_and_listed(ec(errc::connection_loss), {}, {}, {"_c_u1-lock-0000000000"}, session);
-        CHECK(a.what == step::done);
-        CHECK(a.error == reason);
+        CHECK(a.is<step::done>());
+        CHECK(error_of(a) == reason);
         CHECK(a.deletes == strings{"/l/_c_u1-lock-0000000000"});
     }
     SECTION("while the watch is being set") {
         auto f = make();
         f.start();
         REQUIRE(created_and_listed(f, "_c_u1-lock-0000000001", {"_c_x-lock-0000000000", "_c_u1-lock-0000000001"})
-                    .what == step::watch);
-        REQUIRE(f.abandon(reason).what == step::none);
+                    .is<step::watch>());
+        REQUIRE(f.abandon(reason).is<step::none>());
         auto a = f.on_watch_set({}, session);
-        REQUIRE(a.what == step::remove_watch);
-        CHECK(a.path == "/l/_c_x-lock-0000000000");
+        REQUIRE(a.is<step::remove_watch>());
+        CHECK(path_of(a) == "/l/_c_x-lock-0000000000");
         a = f.on_watch_removed();
-        CHECK(a.what == step::done);
-        CHECK(a.error == reason);
+        CHECK(a.is<step::done>());
+        CHECK(error_of(a) == reason);
         CHECK(a.deletes == strings{"/l/_c_u1-lock-0000000001"});
     }
     SECTION("while the owner is checked, node ours") {
         auto f = make();
         f.start();
-        REQUIRE(f.on_created_and_listed(ec(errc::connection_loss), {}, {}, {"_c_u1-lock-0000000000"}, session).what ==
-                step::check_owner);
-        REQUIRE(f.abandon(reason).what == step::none);
+        REQUIRE(f.on_created_and_listed(ec(errc::connection_loss), {}, {}, {"_c_u1-lock-0000000000"}, session).is<step::check_owner>());
+        REQUIRE(f.abandon(reason).is<step::none>());
         auto a = f.on_owner({}, exists(session), session);
-        CHECK(a.what == step::done);
-        CHECK_FALSE(a.acquired);
-        CHECK(a.error == reason);
+        CHECK(a.is<step::done>());
+        CHECK_FALSE(acquired(a));
+        CHECK(error_of(a) == reason);
         CHECK(a.deletes == strings{"/l/_c_u1-lock-0000000000"});
     }
     SECTION("while parents are being made") {
         auto f = make();
         f.start();
-        REQUIRE(f.on_created_and_listed(ec(errc::no_node), {}, ec(errc::no_node), {}, session).what ==
-                step::create_parents);
-        REQUIRE(f.abandon(reason).what == step::none);
+        REQUIRE(f.on_created_and_listed(ec(errc::no_node), {}, ec(errc::no_node), {}, session).is<step::create_parents>());
+        REQUIRE(f.abandon(reason).is<step::none>());
         auto a = f.on_parents_created({});
-        CHECK(a.what == step::done);
-        CHECK(a.error == reason);
+        CHECK(a.is<step::done>());
+        CHECK(error_of(a) == reason);
         CHECK(a.deletes.empty());
     }
     SECTION("after done: ignored") {
         auto f = make();
         f.start();
         auto a = created_and_listed(f, "_c_u1-lock-0000000000", {"_c_u1-lock-0000000000"});
-        REQUIRE(a.what == step::done);
-        REQUIRE(a.acquired);
+        REQUIRE(a.is<step::done>());
+        REQUIRE(acquired(a));
         a = f.abandon(reason);
-        CHECK(a.what == step::none);
+        CHECK(a.is<step::none>());
         CHECK(a.deletes.empty());
         CHECK(f.finished());
         CHECK(f.node_path() == "/l/_c_u1-lock-0000000000");
@@ -564,8 +586,8 @@ TEST_CASE("acquire_fsm 12: abandon", "[acquire_fsm]") {
     SECTION("before start: done at once") {
         auto f = make();
         auto a = f.abandon(reason);
-        CHECK(a.what == step::done);
-        CHECK(a.error == reason);
+        CHECK(a.is<step::done>());
+        CHECK(error_of(a) == reason);
         CHECK(a.deletes.empty());
     }
 }
@@ -575,17 +597,17 @@ TEST_CASE("acquire_fsm 13: max_attempts exhaustion", "[acquire_fsm]") {
     o.max_attempts = 3;
     auto f = make(o);
     auto a = f.start();
-    REQUIRE(a.path == "/l/_c_u1-lock-");
+    REQUIRE(path_of(a) == "/l/_c_u1-lock-");
     a = f.on_created_and_listed(ec(errc::connection_loss), {}, {}, {}, session);
-    REQUIRE(a.what == step::create_and_list);
-    CHECK(a.path == "/l/_c_u2-lock-");
+    REQUIRE(a.is<step::create_and_list>());
+    CHECK(path_of(a) == "/l/_c_u2-lock-");
     a = f.on_created_and_listed(ec(errc::connection_loss), {}, {}, {}, session);
-    REQUIRE(a.what == step::create_and_list);
-    CHECK(a.path == "/l/_c_u3-lock-");
+    REQUIRE(a.is<step::create_and_list>());
+    CHECK(path_of(a) == "/l/_c_u3-lock-");
     a = f.on_created_and_listed(ec(errc::connection_loss), {}, {}, {}, session);
-    CHECK(a.what == step::done);
-    CHECK_FALSE(a.acquired);
-    CHECK(a.error);
+    CHECK(a.is<step::done>());
+    CHECK_FALSE(acquired(a));
+    CHECK(error_of(a));
     CHECK(f.finished());
     CHECK(f.attempts() == 3);
 }
@@ -595,33 +617,32 @@ TEST_CASE("acquire_fsm 13b: max_attempts via repeated session loss while waiting
     o.max_attempts = 2;
     auto f = make(o);
     f.start();
-    REQUIRE(created_and_listed(f, "_c_u1-lock-0000000001", {"_c_x-lock-0000000000", "_c_u1-lock-0000000001"}).what ==
-            step::watch);
-    REQUIRE(f.on_watch_set({}, session).what == step::wait);
+    REQUIRE(created_and_listed(f, "_c_u1-lock-0000000001", {"_c_x-lock-0000000000", "_c_u1-lock-0000000001"}).is<step::watch>());
+    REQUIRE(f.on_watch_set({}, session).is<step::wait>());
     auto a = f.on_watch_event(ec(errc::session_expired), event_type::not_watching, session);
-    REQUIRE(a.what == step::create_and_list);
+    REQUIRE(a.is<step::create_and_list>());
     a = created_and_listed(f, "_c_u2-lock-0000000003", {"_c_x-lock-0000000000", "_c_u2-lock-0000000003"});
-    REQUIRE(a.what == step::watch);
-    REQUIRE(f.on_watch_set({}, session).what == step::wait);
+    REQUIRE(a.is<step::watch>());
+    REQUIRE(f.on_watch_set({}, session).is<step::wait>());
     a = f.on_watch_event(ec(errc::session_expired), event_type::not_watching, session);
-    CHECK(a.what == step::done);
-    CHECK_FALSE(a.acquired);
-    CHECK(a.error);
+    CHECK(a.is<step::done>());
+    CHECK_FALSE(acquired(a));
+    CHECK(error_of(a));
 }
 
 TEST_CASE("acquire_fsm 14: read/write lock", "[acquire_fsm]") {
     SECTION("a reader behind a writer watches that writer") {
         auto f = make(options(lock_kind::read));
         auto a = f.start();
-        CHECK(a.path == "/l/_c_u1-__READ__");
+        CHECK(path_of(a) == "/l/_c_u1-__READ__");
         a = created_and_listed(f, "_c_u1-__READ__0000000002",
                                {"_c_r-__READ__0000000000", "_c_w-__WRIT__0000000001", "_c_u1-__READ__0000000002"});
-        REQUIRE(a.what == step::watch);
-        CHECK(a.path == "/l/_c_w-__WRIT__0000000001");
-        REQUIRE(f.on_watch_set({}, session).what == step::wait);
+        REQUIRE(a.is<step::watch>());
+        CHECK(path_of(a) == "/l/_c_w-__WRIT__0000000001");
+        REQUIRE(f.on_watch_set({}, session).is<step::wait>());
         a = f.on_watch_event({}, event_type::deleted, session);
-        CHECK(a.what == step::done);  // the remaining reader does not block a reader
-        CHECK(a.acquired);
+        CHECK(a.is<step::done>());  // the remaining reader does not block a reader
+        CHECK(acquired(a));
     }
     SECTION("a reader behind readers and a reader behind it: the nearest writer") {
         auto f = make(options(lock_kind::read));
@@ -629,88 +650,101 @@ TEST_CASE("acquire_fsm 14: read/write lock", "[acquire_fsm]") {
         auto a = created_and_listed(f, "_c_u1-__READ__0000000004",
                                     {"_c_w1-__WRIT__0000000000", "_c_r-__READ__0000000001", "_c_w2-__WRIT__0000000002",
                                      "_c_r2-__READ__0000000003", "_c_u1-__READ__0000000004"});
-        REQUIRE(a.what == step::watch);
-        CHECK(a.path == "/l/_c_w2-__WRIT__0000000002");
-        REQUIRE(f.on_watch_set({}, session).what == step::wait);
+        REQUIRE(a.is<step::watch>());
+        CHECK(path_of(a) == "/l/_c_w2-__WRIT__0000000002");
+        REQUIRE(f.on_watch_set({}, session).is<step::wait>());
         a = f.on_watch_event({}, event_type::deleted, session);
-        REQUIRE(a.what == step::list);  // w1 may still be ahead: look
+        REQUIRE(a.is<step::list>());  // w1 may still be ahead: look
         a = f.on_listed({}, {"_c_w1-__WRIT__0000000000", "_c_r-__READ__0000000001", "_c_r2-__READ__0000000003",
                              "_c_u1-__READ__0000000004"},
                         session);
-        REQUIRE(a.what == step::watch);
-        CHECK(a.path == "/l/_c_w1-__WRIT__0000000000");
+        REQUIRE(a.is<step::watch>());
+        CHECK(path_of(a) == "/l/_c_w1-__WRIT__0000000000");
     }
     SECTION("a reader behind only readers holds at once") {
         auto f = make(options(lock_kind::read));
         f.start();
         auto a = created_and_listed(f, "_c_u1-__READ__0000000002",
                                     {"_c_a-__READ__0000000000", "_c_b-__READ__0000000001", "_c_u1-__READ__0000000002"});
-        CHECK(a.what == step::done);
-        CHECK(a.acquired);
+        CHECK(a.is<step::done>());
+        CHECK(acquired(a));
     }
-    SECTION("ignore names our own write node: holds (downgrade)") {
+    SECTION("our own write node of this session: holds (downgrade)") {
         auto o = options(lock_kind::read);
-        o.ignore = "_c_w-__WRIT__0000000000";
+        o.own_write_node = "_c_w-__WRIT__0000000000";
+        o.own_write_session = session;
         auto f = make(o);
         f.start();
         auto a = created_and_listed(f, "_c_u1-__READ__0000000001", {"_c_w-__WRIT__0000000000", "_c_u1-__READ__0000000001"});
-        CHECK(a.what == step::done);
-        CHECK(a.acquired);
+        CHECK(a.is<step::done>());
+        CHECK(acquired(a));
+    }
+    SECTION("a write node of an older session is never ours: the reader waits behind it") {
+        // The thread's write hold was lost with session 41; its node lingers on the server.
+        auto o = options(lock_kind::read);
+        o.own_write_node = "_c_w-__WRIT__0000000000";
+        o.own_write_session = 41;
+        auto f = make(o);
+        f.start();
+        auto a = created_and_listed(f, "_c_u1-__READ__0000000002",
+                                    {"_c_w-__WRIT__0000000000", "_c_b-__WRIT__0000000001", "_c_u1-__READ__0000000002"});
+        REQUIRE(a.is<step::watch>());
+        CHECK(path_of(a) == "/l/_c_b-__WRIT__0000000001");
+        CHECK_FALSE(f.pins_write_node());
     }
     SECTION("a writer waits behind a reader") {
         auto f = make(options(lock_kind::write));
         auto a = f.start();
-        CHECK(a.path == "/l/_c_u1-__WRIT__");
+        CHECK(path_of(a) == "/l/_c_u1-__WRIT__");
         a = created_and_listed(f, "_c_u1-__WRIT__0000000001", {"_c_r-__READ__0000000000", "_c_u1-__WRIT__0000000001"});
-        REQUIRE(a.what == step::watch);
-        CHECK(a.path == "/l/_c_r-__READ__0000000000");
+        REQUIRE(a.is<step::watch>());
+        CHECK(path_of(a) == "/l/_c_r-__READ__0000000000");
     }
     SECTION("mutex nodes in the same parent do not count") {
         auto f = make(options(lock_kind::write));
         f.start();
         auto a = created_and_listed(f, "_c_u1-__WRIT__0000000001", {"_c_m-lock-0000000000", "_c_u1-__WRIT__0000000001"});
-        CHECK(a.what == step::done);
-        CHECK(a.acquired);
+        CHECK(a.is<step::done>());
+        CHECK(acquired(a));
     }
 }
 
 TEST_CASE("acquire_fsm 15: changed / not_watching events re-watch the same node", "[acquire_fsm]") {
     auto f = make();
     f.start();
-    REQUIRE(created_and_listed(f, "_c_u1-lock-0000000001", {"_c_x-lock-0000000000", "_c_u1-lock-0000000001"}).what ==
-            step::watch);
-    REQUIRE(f.on_watch_set({}, session).what == step::wait);
+    REQUIRE(created_and_listed(f, "_c_u1-lock-0000000001", {"_c_x-lock-0000000000", "_c_u1-lock-0000000001"}).is<step::watch>());
+    REQUIRE(f.on_watch_set({}, session).is<step::wait>());
 
     auto a = f.on_watch_event({}, event_type::changed, session);
-    REQUIRE(a.what == step::watch);
-    CHECK(a.path == "/l/_c_x-lock-0000000000");
+    REQUIRE(a.is<step::watch>());
+    CHECK(path_of(a) == "/l/_c_x-lock-0000000000");
     CHECK(a.deletes.empty());
-    REQUIRE(f.on_watch_set({}, session).what == step::wait);
+    REQUIRE(f.on_watch_set({}, session).is<step::wait>());
 
     a = f.on_watch_event({}, event_type::not_watching, session);
-    REQUIRE(a.what == step::watch);
-    CHECK(a.path == "/l/_c_x-lock-0000000000");
-    REQUIRE(f.on_watch_set({}, session).what == step::wait);
+    REQUIRE(a.is<step::watch>());
+    CHECK(path_of(a) == "/l/_c_x-lock-0000000000");
+    REQUIRE(f.on_watch_set({}, session).is<step::wait>());
 
     a = f.on_watch_event({}, event_type::deleted, session);
-    CHECK(a.what == step::done);
-    CHECK(a.acquired);
+    CHECK(a.is<step::done>());
+    CHECK(acquired(a));
     CHECK(f.attempts() == 1);
 }
 
 TEST_CASE("acquire_fsm: replies out of phase are ignored", "[acquire_fsm]") {
     auto f = make();
     f.start();
-    CHECK(f.on_watch_set({}, session).what == step::none);
-    CHECK(f.on_watch_event({}, event_type::deleted, session).what == step::none);
-    CHECK(f.on_listed({}, {"_c_u1-lock-0000000000"}, session).what == step::none);
-    CHECK(f.on_owner({}, exists(session), session).what == step::none);
-    CHECK(f.on_parents_created({}).what == step::none);
-    CHECK(f.on_watch_removed().what == step::none);
+    CHECK(f.on_watch_set({}, session).is<step::none>());
+    CHECK(f.on_watch_event({}, event_type::deleted, session).is<step::none>());
+    CHECK(f.on_listed({}, {"_c_u1-lock-0000000000"}, session).is<step::none>());
+    CHECK(f.on_owner({}, exists(session), session).is<step::none>());
+    CHECK(f.on_parents_created({}).is<step::none>());
+    CHECK(f.on_watch_removed().is<step::none>());
     // The machine still takes the reply it is waiting for.
     auto a = created_and_listed(f, "_c_u1-lock-0000000000", {"_c_u1-lock-0000000000"});
-    CHECK(a.what == step::done);
-    CHECK(a.acquired);
+    CHECK(a.is<step::done>());
+    CHECK(acquired(a));
     CHECK_FALSE(f.adopted());
 }
 
@@ -725,15 +759,15 @@ TEST_CASE("acquire_fsm 12b: abandon during a later attempt's create still remove
     f.start();
     // u1's reply was lost and it is not listed: a new attempt (u2).
     auto a = f.on_created_and_listed(ec(errc::connection_loss), {}, {}, {"_c_x-lock-0000000000"}, session);
-    REQUIRE(a.what == step::create_and_list);
-    REQUIRE(a.path == "/l/_c_u2-lock-");
-    REQUIRE(f.abandon(reason).what == step::none);
+    REQUIRE(a.is<step::create_and_list>());
+    REQUIRE(path_of(a) == "/l/_c_u2-lock-");
+    REQUIRE(f.abandon(reason).is<step::none>());
     // u2's create is answered, and its listing shows that u1's create landed after all.
     a = f.on_created_and_listed({}, created("/l/_c_u2-lock-0000000002"), {},
                                 {"_c_x-lock-0000000000", "_c_u1-lock-0000000001", "_c_u2-lock-0000000002"}, session);
-    CHECK(a.what == step::done);
-    CHECK_FALSE(a.acquired);
-    CHECK(a.error == reason);
+    CHECK(a.is<step::done>());
+    CHECK_FALSE(acquired(a));
+    CHECK(error_of(a) == reason);
     CHECK(contains(a.deletes, "/l/_c_u2-lock-0000000002"));
     CHECK(contains(a.deletes, "/l/_c_u1-lock-0000000001"));  // fails: the stale u1 node is leaked
 }

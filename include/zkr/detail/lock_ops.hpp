@@ -1,4 +1,5 @@
-// Internal: the non-template side of zkr::mutex and zkr::shared_mutex (one lock engine behind both).
+// Internal: the non-template side of zkr::mutex, zkr::shared_mutex and zkr::lock_hold (one lock
+// engine behind all of them).
 #pragma once
 
 #include "zkr/client.hpp"
@@ -12,10 +13,15 @@
 #include <string>
 #include <vector>
 
+namespace zkr {
+class lock_hold;
+}
+
 namespace zkr::detail {
 
 class lock_engine;
-enum class lock_kind;
+struct hold;
+struct hold_access;  // makes lock_hold objects (recipes)
 
 /// Which lock of a path: the mutex, or one side of the read/write lock.
 struct lock_target {
@@ -27,25 +33,62 @@ struct lock_target {
 lock_target make_lock_target(client& c, std::string path, bool read_write, const char* who);
 
 /// Takes the lock for the calling thread (re-entering its hold if it has one). `wait` false: one
-/// round. Returns false when a try or a deadline found it taken; throws zkr::system_error when
-/// it cannot tell (session lost, client closed, upgrade refused).
-bool acquire(const lock_target& t, bool write, bool wait, std::optional<std::chrono::steady_clock::time_point> deadline);
+/// round. Returns false when a try or a deadline found it taken, or (timed and tries only) when
+/// connection trouble kept it from finding out; other failures throw zkr::system_error, or fill
+/// `*ec` when given.
+bool acquire(const lock_target& t, bool write, bool wait, std::optional<std::chrono::steady_clock::time_point> deadline,
+             error_code* ec);
 
-/// The async form, for the initiating thread. Handler: void(error_code).
-void start_acquire(const lock_target& t, bool write, boost::asio::any_completion_handler<void(error_code)> handler);
+using hold_handler = boost::asio::any_completion_handler<void(error_code, zkr::lock_hold)>;
+using void_lock_handler = boost::asio::any_completion_handler<void(error_code)>;
 
+/// The async form: a hold of its own, owned by the lock_hold it completes with.
+void start_acquire(const lock_target& t, bool write, hold_handler handler);
+
+/// One release by the calling thread; false (logged, counted) if it holds nothing here.
+bool unlock(const lock_target& t, bool write) noexcept;
 /// One release by the calling thread: errc::not_owner if it holds nothing here.
-zkr::error_code release(const lock_target& t, bool write);
+error_code release(const lock_target& t, bool write);
 
 int hold_count(const lock_target& t, bool write);
 lock_state state(const lock_target& t, bool write);
+std::chrono::steady_clock::time_point valid_until(const lock_target& t, bool write);
 std::int64_t fencing_token(const lock_target& t, bool write);
 std::string node_path(const lock_target& t, bool write);
 bool acquired_in_process(const lock_target& t);
 std::vector<participant> participants(const lock_target& t);
 subscription on_lost(const lock_target& t, std::function<void(const std::string&)> fn);
-void start_wait_lost(const lock_target& t, bool write, boost::asio::any_completion_handler<void(error_code)> handler);
+void start_wait_lost(const lock_target& t, bool write, void_lock_handler handler);
 lock_statistics statistics(const lock_target& t);
+boost::asio::any_io_executor executor(const lock_target& t);
+
+// lock_hold's side.
+void release_hold(const std::shared_ptr<lock_engine>& e, const std::shared_ptr<hold>& h) noexcept;
+void start_release_hold(const std::shared_ptr<lock_engine>& e, const std::shared_ptr<hold>& h, void_lock_handler handler);
+void start_hold_wait_lost(const std::shared_ptr<lock_engine>& e, const std::shared_ptr<hold>& h, void_lock_handler handler);
+lock_state hold_state(const lock_engine& e, const hold& h);
+std::chrono::steady_clock::time_point hold_valid_until(const lock_engine& e, const hold& h);
+std::int64_t hold_fencing_token(const hold& h) noexcept;
+const std::string& hold_node_path(const hold& h) noexcept;
+const std::string& hold_lock_path(const hold& h) noexcept;
+bool hold_is_shared(const hold& h) noexcept;
+boost::asio::any_io_executor engine_executor(const lock_engine& e);
+
+/// An initiation that tells Asio where its operation completes, for completion tokens and
+/// adapters that ask (deferred operations, cancellation adapters).
+template <class Start>
+struct initiation {
+    using executor_type = boost::asio::any_io_executor;
+    executor_type executor;
+    Start start;
+    executor_type get_executor() const noexcept { return executor; }
+    template <class Handler, class... Args>
+    void operator()(Handler&& handler, Args&&... args) const {
+        start(std::forward<Handler>(handler), std::forward<Args>(args)...);
+    }
+};
+template <class Start>
+initiation(boost::asio::any_io_executor, Start) -> initiation<Start>;
 
 template <class Clock, class Duration>
 std::chrono::steady_clock::time_point to_steady(const std::chrono::time_point<Clock, Duration>& t) {

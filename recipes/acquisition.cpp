@@ -1,0 +1,245 @@
+#include "acquisition.hpp"
+
+#include <boost/asio/post.hpp>
+
+namespace zkr::detail {
+namespace asio = boost::asio;
+
+namespace {
+
+// Creates `path` and its missing ancestors as container nodes (persistent where the server has
+// no containers), one after the other, then calls `done`.
+struct parents_maker : std::enable_shared_from_this<parents_maker> {
+    std::weak_ptr<client_impl> client;
+    std::vector<std::string> prefixes;
+    std::size_t next = 0;
+    create_mode mode = create_mode::container;
+    std::function<void(error_code)> done;
+
+    parents_maker(std::weak_ptr<client_impl> c, const std::string& path, std::function<void(error_code)> d)
+        : client(std::move(c)), done(std::move(d)) {
+        for (std::size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {
+            prefixes.push_back(slash == std::string::npos ? path : path.substr(0, slash));
+            if (slash == std::string::npos) break;
+        }
+    }
+    void step() {
+        if (next == prefixes.size()) return done({});
+        auto c = client.lock();
+        if (!c) return done(make_error_code(errc::client_closed));
+        c->create(prefixes[next], {}, mode, completion<create_result>([self = shared_from_this()](error_code ec, create_result) {
+                      if (ec == errc::unimplemented && self->mode == create_mode::container) {
+                          self->mode = create_mode::persistent;  // a server without containers
+                          return self->step();
+                      }
+                      if (ec && ec != errc::node_exists) return self->done(ec);
+                      ++self->next;
+                      self->step();
+                  }));
+    }
+};
+
+// The two replies of create_and_list, joined.
+struct create_and_list_replies {
+    std::mutex mutex;
+    int pending = 2;
+    error_code create_error, list_error;
+    create_result created;
+    std::vector<std::string> children;
+};
+
+}  // namespace
+
+acquisition::acquisition(std::shared_ptr<lock_engine> engine, acquire_options options, std::uint64_t owner,
+                         bool async_owned, lock_engine::done_fn done)
+    : engine_(std::move(engine)),
+      client_(engine_->client()),
+      lock_path_(options.lock_path),
+      owner_data_(options.owner_data),
+      kind_(options.kind),
+      owner_(owner),
+      async_owned_(async_owned),
+      fsm_(std::move(options), &random_uuid),
+      done_(std::move(done)) {}
+
+std::int64_t acquisition::session() const {
+    auto c = client_.lock();
+    return c ? c->session_id() : 0;
+}
+
+void acquisition::start(std::optional<std::chrono::steady_clock::time_point> deadline) {
+    if (deadline) {
+        timer_ = std::make_shared<asio::steady_timer>(engine_->session_context());
+        asio::post(engine_->session_context(), [weak = weak_from_this(), timer = timer_, deadline = *deadline] {
+            timer->expires_at(deadline);
+            timer->async_wait([weak](error_code ec) {
+                if (auto self = weak.lock(); self && !ec) self->give_up(make_error_code(errc::timed_out));
+            });
+        });
+    }
+    feed([](acquire_fsm& f) { return f.start(); });
+}
+
+void acquisition::give_up(error_code reason) {
+    action a;
+    {
+        std::lock_guard lock(mutex_);
+        if (machine_done_ || answered_) return;
+        a = fsm_.abandon(reason);
+        if (a.is<step::done>()) machine_done_ = true;
+    }
+    // The caller does not wait for the cleanup: a reply still due may take as long as the
+    // network does.
+    answer(reason, nullptr);
+    run(std::move(a));
+}
+
+// Hands one event to the state machine and carries out what it says. Never called with the
+// mutex held: replies may come back on this very thread.
+template <class Event>
+void acquisition::feed(Event&& event) {
+    action a;
+    {
+        std::lock_guard lock(mutex_);
+        if (machine_done_) return;
+        a = event(fsm_);
+        if (a.is<step::done>()) machine_done_ = true;
+    }
+    run(std::move(a));
+}
+
+void acquisition::run(action a) {
+    for (auto& path : a.deletes) engine_->guaranteed_delete(std::move(path));
+    if (a.is<step::none>()) return;
+    if (a.is<step::done>()) return finish(a.as<step::done>());
+    auto c = client_.lock();
+    if (!c) {
+        // The client is gone, and its session with every node of ours.
+        {
+            std::lock_guard lock(mutex_);
+            machine_done_ = true;
+        }
+        answer(make_error_code(errc::client_closed), nullptr);
+        return;
+    }
+    auto self = shared_from_this();
+    std::visit(
+        [&](const auto& s) {
+            using S = std::decay_t<decltype(s)>;
+            if constexpr (std::is_same_v<S, step::create_and_list>) {
+                send(s, *c);
+            } else if constexpr (std::is_same_v<S, step::create_parents>) {
+                auto maker = std::make_shared<parents_maker>(client_, s.path, [self](error_code ec) {
+                    self->feed([&](acquire_fsm& f) { return f.on_parents_created(ec); });
+                });
+                maker->step();
+            } else if constexpr (std::is_same_v<S, step::list>) {
+                c->get_children(s.path, false, completion<children_result>([self](error_code ec, children_result r) {
+                    self->feed([&](acquire_fsm& f) { return f.on_listed(ec, r.children, self->session()); });
+                }));
+            } else if constexpr (std::is_same_v<S, step::check_owner>) {
+                c->exists(s.node, false, completion<exists_result>([self](error_code ec, exists_result r) {
+                    self->feed([&](acquire_fsm& f) { return f.on_owner(ec, r, self->session()); });
+                }));
+            } else if constexpr (std::is_same_v<S, step::watch>) {
+                c->get_data(s.node, true, completion<data_result>([self](error_code ec, data_result r) {
+                    if (!ec) {
+                        std::lock_guard lock(self->mutex_);
+                        self->watch_ = watch_access::state(r.watch);
+                    }
+                    self->feed([&](acquire_fsm& f) { return f.on_watch_set(ec, self->session()); });
+                }));
+            } else if constexpr (std::is_same_v<S, step::wait>) {
+                std::shared_ptr<watch_state> ws;
+                {
+                    std::lock_guard lock(mutex_);
+                    ws = watch_;
+                }
+                ws->wait_inline([self](error_code ec, const watch_event& ev) {
+                    if (!ec) self->engine_->count_wakeup();
+                    self->feed([&](acquire_fsm& f) { return f.on_watch_event(ec, ev.type, self->session()); });
+                });
+            } else if constexpr (std::is_same_v<S, step::remove_watch>) {
+                std::shared_ptr<watch_state> ws;
+                {
+                    std::lock_guard lock(mutex_);
+                    ws = watch_;
+                }
+                c->remove_watch(ws, completion<>([self](error_code) {
+                    self->feed([](acquire_fsm& f) { return f.on_watch_removed(); });
+                }));
+            }
+        },
+        a.next);
+}
+
+void acquisition::send(const step::create_and_list& s, client_impl& c) {
+    // Sent back to back: the server answers a session's requests in order, so the listing
+    // already contains our node. One round trip when uncontended.
+    auto self = shared_from_this();
+    auto replies = std::make_shared<create_and_list_replies>();
+    auto joined = [self, replies] {
+        {
+            std::lock_guard lock(replies->mutex);
+            if (--replies->pending > 0) return;
+        }
+        self->feed([&](acquire_fsm& f) {
+            return f.on_created_and_listed(replies->create_error, replies->created, replies->list_error,
+                                           replies->children, self->session());
+        });
+    };
+    c.create(s.path, owner_data_, create_mode::ephemeral_sequential,
+             completion<create_result>([self, replies, joined](error_code ec, create_result r) {
+                 if (!ec) ++self->engine_->counters_.nodes_created;
+                 {
+                     std::lock_guard lock(replies->mutex);
+                     replies->create_error = ec;
+                     replies->created = std::move(r);
+                 }
+                 joined();
+             }));
+    c.get_children(lock_path_, false, completion<children_result>([replies, joined](error_code ec, children_result r) {
+        {
+            std::lock_guard lock(replies->mutex);
+            replies->list_error = ec;
+            replies->children = std::move(r.children);
+        }
+        joined();
+    }));
+}
+
+void acquisition::finish(const step::done& d) {
+    if (!d.sweep.empty()) engine_->sweep(lock_path_, d.sweep);
+    if (timer_) asio::post(engine_->session_context(), [t = timer_] { t->cancel(); });
+    engine_->count_acquisition_stats(fsm_.stale_deleted(), fsm_.adopted());
+    if (!d.acquired) {
+        answer(d.error, nullptr);
+        return;
+    }
+    auto h = std::make_shared<hold>();
+    h->lock_path = lock_path_;
+    h->node_path = fsm_.node_path();
+    h->kind = kind_;
+    h->owner = owner_;
+    h->async_owned = async_owned_;
+    h->session = fsm_.session();
+    h->czxid = fsm_.czxid();
+    engine_->register_hold(h, fsm_.pins_write_node());
+    // The machine never reports acquired once given up, so the caller is still waiting; should
+    // that ever be wrong, the hold must not outlive its forgotten owner.
+    if (!answer({}, h)) engine_->release_all(h, std::nullopt);
+}
+
+bool acquisition::answer(error_code ec, std::shared_ptr<hold> h) {
+    lock_engine::done_fn done;
+    {
+        std::lock_guard lock(mutex_);
+        if (answered_) return false;
+        answered_ = true;
+        done = std::move(done_);
+    }
+    done(ec, std::move(h));
+    return true;
+}
+
+}  // namespace zkr::detail

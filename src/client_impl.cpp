@@ -1,0 +1,398 @@
+// The client's entry points: options, requests and their retries, live state and the lease,
+// listeners and waiters.
+#include "client_impl.hpp"
+
+#include "connect_string.hpp"
+#include "zk_log_bridge.hpp"
+#include "zkr/log.hpp"
+#include "zkr/path.hpp"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/system_executor.hpp>
+
+#include <limits>
+#include <stdexcept>
+
+namespace zkr::detail {
+namespace asio = boost::asio;
+
+namespace {
+
+std::string describe(std::chrono::milliseconds d) { return std::to_string(d.count()) + " ms"; }
+
+client_options validated(client_options o) {
+    if (std::string problem = connect_string_problem(o.connect); !problem.empty())
+        throw std::invalid_argument("zkr::client_options::connect \"" + o.connect + "\": " + problem);
+    if (o.session_timeout.count() <= 0)
+        throw std::invalid_argument("zkr::client_options::session_timeout must be positive, got " + describe(o.session_timeout));
+    if (o.session_timeout.count() > std::numeric_limits<int>::max())
+        throw std::invalid_argument("zkr::client_options::session_timeout is too large: " + describe(o.session_timeout));
+    if (o.connection_timeout.count() <= 0)
+        throw std::invalid_argument("zkr::client_options::connection_timeout must be positive, got " +
+                                    describe(o.connection_timeout));
+    if (!o.retry_policy) throw std::invalid_argument("zkr::client_options::retry_policy must not be null");
+    if (o.auth && o.auth->user.empty()) throw std::invalid_argument("zkr::client_options::auth: the user name is empty");
+    if (o.default_acl.empty()) throw std::invalid_argument("zkr::client_options::default_acl is empty");
+    return o;
+}
+
+// Bad input fails before it reaches the server (which would drop the connection for some).
+error_code check_input(std::string_view path, bool sequential, std::size_t data_size = 0) {
+    if (!path_problem(path, sequential).empty()) return make_error_code(errc::invalid_path);
+    // jute.maxbuffer (1 MiB) bounds a whole packet; the server drops the connection past it.
+    if (data_size > 1024 * 1024 - 1024 - path.size()) return make_error_code(errc::bad_arguments);
+    return {};
+}
+
+// The server answered (an error of the API is an answer too), as opposed to the C client giving
+// up on the connection or the session.
+bool server_answered(int rc) {
+    if (rc == ZOK) return true;
+    if (rc > ZAPIERROR) return false;
+    return rc != ZSESSIONEXPIRED && rc != ZAUTHFAILED && rc != ZCLOSING && rc != ZSESSIONMOVED && rc != ZNOTHING;
+}
+
+}  // namespace
+
+client_impl::client_impl(client_options options)
+    : options_(validated(std::move(options))),
+      rt_(std::make_shared<runtime>(!options_.executor)),
+      user_executor_(options_.executor ? *options_.executor : asio::any_io_executor(rt_->handlers->get_executor())),
+      listener_strand_(asio::make_strand(user_executor_)),
+      lost_timer_(rt_->session),
+      reopen_timer_(rt_->session),
+      heartbeat_timer_(rt_->session) {
+    // The C client keeps pointers into these for every create.
+    acl_strings_.reserve(options_.default_acl.size() * 2);
+    for (const auto& entry : options_.default_acl) {
+        acl_strings_.push_back(entry.scheme);
+        acl_strings_.push_back(entry.id);
+    }
+    for (std::size_t i = 0; i < options_.default_acl.size(); ++i) {
+        acl_entries_.push_back(ACL{options_.default_acl[i].permissions,
+                                   Id{acl_strings_[2 * i].data(), acl_strings_[2 * i + 1].data()}});
+    }
+    acl_vector_ = ACL_vector{static_cast<std::int32_t>(acl_entries_.size()), acl_entries_.data()};
+    negotiated_timeout_ = options_.session_timeout.count();
+    init_c_client_log_level();
+}
+
+client_impl::~client_impl() { shutdown(); }
+
+std::shared_ptr<void> client_impl::extension(const void* key, const std::function<std::shared_ptr<void>()>& make) {
+    std::lock_guard lock(extensions_mutex_);
+    if (closed_) return nullptr;
+    auto& slot = extensions_[key];
+    if (!slot) slot = make();
+    return slot;
+}
+
+// ---------------------------------------------------------------- live state
+
+std::int64_t client_impl::session_id() const {
+    std::shared_lock lock(handle_mutex_);
+    return zh_ ? zoo_client_id(zh_)->client_id : 0;
+}
+
+std::pair<std::int64_t, std::string> client_impl::session_credentials() const {
+    std::shared_lock lock(handle_mutex_);
+    if (!zh_) return {0, {}};
+    const clientid_t* id = zoo_client_id(zh_);
+    return {id->client_id, std::string(id->passwd, sizeof id->passwd)};
+}
+
+connection_state client_impl::state() const {
+    connection_state reported;
+    {
+        std::lock_guard lock(state_mutex_);
+        reported = state_;
+    }
+    if (reported != connection_state::connected && reported != connection_state::reconnected) return reported;
+    // The C client knows first; its events reach us a moment later.
+    std::shared_lock lock(handle_mutex_);
+    if (!zh_) return connection_state::lost;
+    int live = zoo_state(zh_);
+    if (live == ZOO_EXPIRED_SESSION_STATE || live == ZOO_AUTH_FAILED_STATE) return connection_state::lost;
+    if (live != ZOO_CONNECTED_STATE) return connection_state::suspended;
+    return reported;
+}
+
+bool client_impl::is_connected() const {
+    auto s = state();
+    return s == connection_state::connected || s == connection_state::reconnected;
+}
+
+session_health client_impl::health(std::int64_t session) const {
+    if (closed_ || session == 0) return session_health::gone;
+    std::shared_lock lock(handle_mutex_);
+    if (!zh_) return session_health::gone;  // between handles: the old session was given up
+    if (zoo_client_id(zh_)->client_id != session) return session_health::gone;
+    int live = zoo_state(zh_);
+    if (live == ZOO_EXPIRED_SESSION_STATE || live == ZOO_AUTH_FAILED_STATE) return session_health::gone;
+    if (live != ZOO_CONNECTED_STATE) return session_health::suspect;
+    return std::chrono::steady_clock::now() < current_lease() ? session_health::live : session_health::suspect;
+}
+
+std::chrono::steady_clock::time_point client_impl::current_lease() const {
+    // The server touched the session no earlier than the send of the latest answered request, and
+    // expires it no sooner than a session timeout later. Two thirds of that (the C client's own
+    // suspicion window) leaves room for clock drift and for the caller's next step.
+    std::lock_guard lease_lock(lease_mutex_);
+    if (lease_generation_ != generation_ || lease_sent_ == std::chrono::steady_clock::time_point{}) return {};
+    return lease_sent_ + session_timeout() * 2 / 3;
+}
+
+std::chrono::steady_clock::time_point client_impl::lease_until(std::int64_t session) const {
+    if (health(session) != session_health::live) return {};
+    std::shared_lock lock(handle_mutex_);
+    return current_lease();
+}
+
+void client_impl::note_reply(const request& r, int rc) {
+    if (!server_answered(rc)) return;
+    std::lock_guard lock(lease_mutex_);
+    if (r.sent_generation == lease_generation_ && r.sent_at > lease_sent_) lease_sent_ = r.sent_at;
+}
+
+// ---------------------------------------------------------------- waiting and listening
+
+void client_impl::wait_connected(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(state_mutex_);
+    state_changed_.wait_for(lock, timeout, [&] { return connected_.load() || closed_.load(); });
+    if (connected_) return;
+    if (closed_) throw zkr::system_error(make_error_code(errc::client_closed), "zkr::client::wait_connected");
+    std::string why = open_problem_.empty() ? std::string("is a server listening there?") : open_problem_;
+    throw zkr::system_error(make_error_code(errc::connect_timeout),
+                            "no ZooKeeper session with \"" + options_.connect + "\" within " + describe(timeout) + " (" +
+                                why + ")");
+}
+
+subscription client_impl::on_state_change(std::function<void(connection_state)> listener) {
+    if (!listener) throw std::invalid_argument("zkr::client::on_state_change: the listener is empty");
+    auto entry = std::make_shared<listener_entry>();
+    entry->fn = std::move(listener);
+    std::uint64_t id;
+    {
+        std::lock_guard lock(state_mutex_);
+        id = next_listener_id_++;
+        listeners_.emplace(id, entry);
+    }
+    return subscription([weak = weak_from_this(), entry, id] {
+        entry->active = false;
+        if (auto self = weak.lock()) {
+            std::lock_guard lock(self->state_mutex_);
+            self->listeners_.erase(id);
+        }
+    });
+}
+
+subscription client_impl::on_session_event(std::function<void(const session_event&)> listener) {
+    auto entry = std::make_shared<internal_listener>();
+    entry->fn = std::move(listener);
+    std::uint64_t id;
+    {
+        std::lock_guard lock(state_mutex_);
+        id = next_listener_id_++;
+        internal_listeners_.emplace(id, entry);
+    }
+    return subscription([weak = weak_from_this(), entry, id] {
+        entry->active = false;
+        if (auto self = weak.lock()) {
+            std::lock_guard lock(self->state_mutex_);
+            self->internal_listeners_.erase(id);
+        }
+    });
+}
+
+void client_impl::wait_connected_async(completion<> done) {
+    std::unique_lock lock(state_mutex_);
+    if (connected_ || closed_) {
+        lock.unlock();
+        return done(connected_ ? error_code{} : make_error_code(errc::client_closed));
+    }
+    connected_waiters_.push_back(std::move(done));
+}
+
+void client_impl::next_state_async(completion<connection_state> done) {
+    std::unique_lock lock(state_mutex_);
+    if (closed_) {
+        lock.unlock();
+        return done(make_error_code(errc::client_closed), connection_state::closed);
+    }
+    next_state_waiters_.push_back(std::move(done));
+}
+
+// ---------------------------------------------------------------- sending and retrying
+
+error_code client_impl::map_rc(int rc) const {
+    if (rc == ZCLOSING) return make_error_code(closed_ ? errc::client_closed : errc::session_expired);
+    // The handle already knows its session expired; a new one is on its way.
+    if (rc == ZINVALIDSTATE) return make_error_code(closed_ ? errc::client_closed : errc::session_expired);
+    return make_zk_error_code(rc);
+}
+
+void client_impl::submit(request* r) {
+    std::shared_lock lock(handle_mutex_);
+    if (closed_) {
+        lock.unlock();
+        return r->fail(make_error_code(errc::client_closed));
+    }
+    if (!zh_) {
+        // Between two handles: wait for the next one. Parked under the shared lock, so the session
+        // thread (which takes it exclusively to install a handle) cannot miss it.
+        std::lock_guard parked_lock(parked_mutex_);
+        parked_.push_back(r);
+        return;
+    }
+    r->on_send(generation_);
+    r->sent_at = std::chrono::steady_clock::now();
+    last_sent_.store(r->sent_at.time_since_epoch().count(), std::memory_order_relaxed);
+    int rc = r->send(zh_);
+    lock.unlock();
+    // On success the reply may already have deleted r.
+    if (rc != ZOK) on_failure(r, rc);
+}
+
+void client_impl::on_failure(request* r, int rc) {
+    error_code ec = map_rc(rc);
+    bool retry = r->retry_allowed && !closed_ && (is_retryable(ec) || ec == errc::session_expired);
+    if (!retry) return r->fail(ec);
+    asio::post(rt_->session, [self = shared_from_this(), r, ec] { self->schedule_retry(r, ec); });
+}
+
+void client_impl::schedule_retry(request* r, error_code ec) {
+    if (closed_) return r->fail(make_error_code(errc::client_closed));
+    auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - r->started);
+    auto sleep = options_.retry_policy->next_sleep(retry::attempt{r->retries, elapsed, ec});
+    if (!sleep) return r->fail(ec);
+    ++r->retries;
+    if (!r->backoff) r->backoff = std::make_unique<asio::steady_timer>(rt_->session);
+    r->backoff->expires_after(*sleep);
+    backing_off_.insert(r);
+    r->backoff->async_wait([weak = weak_from_this(), r](error_code) {
+        auto self = weak.lock();
+        if (!self) return;
+        self->backing_off_.erase(r);
+        if (self->closed_) return r->fail(make_error_code(errc::client_closed));
+        self->submit(r);
+    });
+}
+
+// ---------------------------------------------------------------- requests
+
+void client_impl::create(std::string path, std::string data, create_mode mode, completion<create_result> done) {
+    if (auto ec = check_input(path, is_sequential(mode), data.size())) return done(ec, {});
+    submit(make_create(*this, std::move(path), std::move(data), mode, std::move(done)));
+}
+
+void client_impl::remove(std::string path, std::int32_t version, completion<> done) {
+    if (auto ec = check_input(path, false); ec || path == "/") return done(ec ? ec : make_error_code(errc::bad_arguments));
+    submit(make_remove(*this, std::move(path), version, std::move(done)));
+}
+
+void client_impl::exists(std::string path, bool watch, completion<exists_result> done) {
+    if (auto ec = check_input(path, false)) return done(ec, {});
+    auto ws = watch ? watches_.add(this, weak_from_this(), user_executor_, path, watch_kind::data) : nullptr;
+    submit(make_exists(*this, std::move(path), std::move(ws), std::move(done)));
+}
+
+void client_impl::get_data(std::string path, bool watch, completion<data_result> done) {
+    if (auto ec = check_input(path, false)) return done(ec, {});
+    auto ws = watch ? watches_.add(this, weak_from_this(), user_executor_, path, watch_kind::data) : nullptr;
+    submit(make_get_data(*this, std::move(path), std::move(ws), std::move(done)));
+}
+
+void client_impl::set_data(std::string path, std::string data, std::int32_t version, completion<zkr::stat> done) {
+    if (auto ec = check_input(path, false, data.size())) return done(ec, {});
+    submit(make_set_data(*this, std::move(path), std::move(data), version, std::move(done)));
+}
+
+void client_impl::get_children(std::string path, bool watch, completion<children_result> done) {
+    if (auto ec = check_input(path, false)) return done(ec, {});
+    auto ws = watch ? watches_.add(this, weak_from_this(), user_executor_, path, watch_kind::child) : nullptr;
+    submit(make_get_children(*this, std::move(path), std::move(ws), std::move(done)));
+}
+
+void client_impl::multi(std::vector<multi_op> ops, completion<std::vector<multi_op_result>> done) {
+    std::size_t total = 0;
+    for (const auto& o : ops) {
+        error_code ec = std::visit(
+            [&](const auto& x) {
+                using T = std::decay_t<decltype(x)>;
+                if constexpr (std::is_same_v<T, op::create>) {
+                    total += x.data.size();
+                    return check_input(x.path, is_sequential(x.mode), x.data.size());
+                } else if constexpr (std::is_same_v<T, op::set_data>) {
+                    total += x.data.size();
+                    return check_input(x.path, false, x.data.size());
+                } else {
+                    return check_input(x.path, false);
+                }
+            },
+            o);
+        if (!ec && total > 1024 * 1024 - 4096) ec = make_error_code(errc::bad_arguments);
+        if (ec) return done(ec, {});
+    }
+    if (ops.empty()) return done({}, {});
+    submit(make_multi(*this, std::move(ops), std::move(done)));
+}
+
+void client_impl::remove_watch(std::shared_ptr<watch_state> ws, completion<> done) {
+    {
+        std::lock_guard lock(ws->mutex);
+        if (ws->done) return done(make_error_code(errc::no_watcher));
+    }
+    if (!watches_.sharing(*ws).empty()) {
+        // Others here still need the server's watch on this path: drop only ours, locally.
+        int rc;
+        {
+            std::shared_lock lock(handle_mutex_);
+            if (!zh_ || ws->generation != generation_) return done(make_error_code(errc::no_watcher));
+            rc = remove_watch_locally(zh_, *ws);
+        }
+        if (rc != ZOK) return done(map_rc(rc));
+        ws->finish(make_error_code(errc::watch_removed), {});
+        watches_.forget(ws.get());
+        return done({});
+    }
+    submit(make_remove_all_watches(*this, std::move(ws), std::move(done)));
+}
+
+// ---------------------------------------------------------------- entry points of the templates
+
+void start_create(client_impl& c, std::string path, std::string data, create_mode mode, handler<create_result> h) {
+    c.create(std::move(path), std::move(data), mode, completion<create_result>(std::move(h), c.executor()));
+}
+void start_remove(client_impl& c, std::string path, std::int32_t version, empty_handler h) {
+    c.remove(std::move(path), version, completion<>(std::move(h), c.executor()));
+}
+void start_exists(client_impl& c, std::string path, bool watch, handler<exists_result> h) {
+    c.exists(std::move(path), watch, completion<exists_result>(std::move(h), c.executor()));
+}
+void start_get_data(client_impl& c, std::string path, bool watch, handler<data_result> h) {
+    c.get_data(std::move(path), watch, completion<data_result>(std::move(h), c.executor()));
+}
+void start_set_data(client_impl& c, std::string path, std::string data, std::int32_t version, handler<zkr::stat> h) {
+    c.set_data(std::move(path), std::move(data), version, completion<zkr::stat>(std::move(h), c.executor()));
+}
+void start_get_children(client_impl& c, std::string path, bool watch, handler<children_result> h) {
+    c.get_children(std::move(path), watch, completion<children_result>(std::move(h), c.executor()));
+}
+void start_multi(client_impl& c, std::vector<multi_op> ops, handler<std::vector<multi_op_result>> h) {
+    c.multi(std::move(ops), completion<std::vector<multi_op_result>>(std::move(h), c.executor()));
+}
+void start_wait_connected(client_impl& c, empty_handler h) {
+    c.wait_connected_async(completion<>(std::move(h), c.executor()));
+}
+void start_next_state(client_impl& c, state_handler h) {
+    c.next_state_async(completion<connection_state>(std::move(h), c.executor()));
+}
+
+void start_watch_remove(const std::shared_ptr<watch_state>& state, void_handler handler) {
+    if (!state) return post_handler(std::move(handler), asio::system_executor(), make_error_code(errc::bad_arguments));
+    auto client = state->client_owner.lock();
+    if (!client) return post_handler(std::move(handler), state->fallback_executor, make_error_code(errc::client_closed));
+    client->remove_watch(state, completion<>(std::move(handler), client->executor()));
+}
+
+}  // namespace zkr::detail

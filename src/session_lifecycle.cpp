@@ -1,0 +1,462 @@
+// The session lifecycle of a client: opening handles (off the session thread: the C client
+// resolves host names as it opens), session events, losing a session and replacing its handle,
+// the lease heartbeat, closing sessions we gave up on once a server is reachable, and closing.
+#include "client_impl.hpp"
+
+#include "connect_string.hpp"
+#include "zk_log_bridge.hpp"
+#include "zkr/log.hpp"
+
+#include <boost/asio/post.hpp>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <future>
+
+#include <netdb.h>
+#include <sys/socket.h>
+
+namespace zkr::detail {
+namespace asio = boost::asio;
+
+namespace {
+
+std::string hex(std::int64_t id) {
+    char text[32];
+    std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(id));
+    return text;
+}
+
+// Global watcher of a handle: session state changes, handed to the session thread.
+void on_handle_watcher(zhandle_t*, int type, int state, const char*, void* context) {
+    if (type != ZOO_SESSION_EVENT) return;
+    auto* ctx = static_cast<handle_context*>(context);
+    client_impl* c = ctx->client;
+    std::uint64_t generation = ctx->generation;
+    asio::post(c->session_executor(), [c, generation, state] { c->on_handle_event(generation, state); });
+}
+
+void on_auth_reply(int rc, const void*) {
+    if (rc != ZOK) log::write(log::level::error, "zkr::client: ZooKeeper digest authentication failed: " + make_zk_error_code(rc).message());
+}
+
+// Why zookeeper_init refused a well-formed connect string: almost always no host name resolved.
+std::string describe_open_failure(int err, const std::string& connect) {
+    std::string unresolved;
+    for (const auto& host : connect_string_hosts(connect)) {
+        addrinfo hints{};
+        hints.ai_socktype = SOCK_STREAM;
+        addrinfo* found = nullptr;
+        int rc = getaddrinfo(host.first.c_str(), host.second.c_str(), &hints, &found);
+        if (found) freeaddrinfo(found);
+        if (rc != 0) unresolved += (unresolved.empty() ? "" : ", ") + host.first + " (" + gai_strerror(rc) + ")";
+    }
+    if (!unresolved.empty()) return "could not resolve the host name(s) of the connect string (DNS): " + unresolved;
+    return std::string("the ZooKeeper C client could not open a handle: ") + std::strerror(err ? err : EINVAL);
+}
+
+}  // namespace
+
+void client_impl::start() {
+    rt_->start();
+    asio::post(rt_->session, [self = shared_from_this()] {
+        self->open_handle();
+        self->schedule_heartbeat();
+    });
+}
+
+void client_impl::open_handle() {
+    if (closed_) return;
+    std::uint64_t generation;
+    handle_context* ctx;
+    {
+        std::unique_lock lock(handle_mutex_);
+        generation = generation_;
+        auto& slot = contexts_[generation];
+        slot = std::make_unique<handle_context>(handle_context{this, generation});
+        ctx = slot.get();
+    }
+    // zookeeper_init resolves the host names: a slow DNS server must not hold up the session thread.
+    asio::post(rt_->c_calls, [self = shared_from_this(), generation, ctx] {
+        errno = 0;
+        zhandle_t* zh = zookeeper_init2(self->options_.connect.c_str(), &on_handle_watcher,
+                                        static_cast<int>(self->options_.session_timeout.count()), nullptr, ctx, 0,
+                                        &forward_c_client_log);
+        std::string problem;
+        if (!zh) {
+            problem = describe_open_failure(errno, self->options_.connect);
+        } else {
+            // By default the C client resolves the connect string again on every turn of its I/O
+            // loop; once a minute is plenty (a lost connection still resolves at once).
+            zoo_set_servers_resolution_delay(zh, 60'000);
+            if (self->options_.auth) {
+                std::string credentials = self->options_.auth->user + ":" + self->options_.auth->password;
+                zoo_add_auth(zh, "digest", credentials.data(), static_cast<int>(credentials.size()), &on_auth_reply, nullptr);
+            }
+            if (self->closed_) {  // closed meanwhile: this handle was never anyone's
+                zookeeper_close(zh);
+                return;
+            }
+        }
+        asio::post(self->rt_->session, [self, generation, zh, problem = std::move(problem)] {
+            self->on_handle_opened(generation, zh, problem);
+        });
+    });
+}
+
+void client_impl::on_handle_opened(std::uint64_t generation, zhandle_t* zh, std::string problem) {
+    if (!zh) {
+        {
+            std::lock_guard lock(state_mutex_);
+            open_problem_ = problem;
+        }
+        {
+            std::unique_lock lock(handle_mutex_);
+            contexts_.erase(generation);
+        }
+        log::write(log::level::warning, "zkr::client \"" + options_.connect + "\": " + problem + "; trying again");
+        // Like a failed connection attempt: what waits for a handle fails, and its retry policy decides.
+        fail_parked(make_error_code(errc::connection_loss));
+        if (closed_) return;
+        reopen_timer_.expires_after(reopen_delay_);
+        reopen_delay_ = std::min(reopen_delay_ * 2, std::chrono::milliseconds(5000));
+        reopen_timer_.async_wait([weak = weak_from_this()](error_code ec) {
+            if (auto self = weak.lock(); self && !ec) self->open_handle();
+        });
+        return;
+    }
+    if (closed_ || generation != generation_) return close_handle_later(zh, generation);
+    reopen_delay_ = std::chrono::milliseconds(250);
+    {
+        std::lock_guard lock(state_mutex_);
+        open_problem_.clear();
+    }
+    {
+        std::unique_lock lock(handle_mutex_);
+        zh_ = zh;
+    }
+    std::vector<request*> parked;
+    {
+        std::lock_guard lock(parked_mutex_);
+        parked.swap(parked_);
+    }
+    for (request* r : parked) submit(r);
+}
+
+void client_impl::fail_parked(error_code ec) {
+    std::vector<request*> parked;
+    {
+        std::lock_guard lock(parked_mutex_);
+        parked.swap(parked_);
+    }
+    for (request* r : parked) {
+        if (ec == errc::client_closed) r->fail(ec);
+        else on_failure(r, ec.value());
+    }
+}
+
+void client_impl::close_handle_later(zhandle_t* zh, std::uint64_t generation) {
+    // zookeeper_close joins the handle's threads and, on a live connection, waits for the
+    // server's answer to the close: never on the session thread.
+    asio::post(rt_->c_calls, [self = shared_from_this(), zh, generation] {
+        zookeeper_close(zh);
+        // The C client will not call the handle's watcher any more: its context can go.
+        std::unique_lock lock(self->handle_mutex_);
+        self->contexts_.erase(generation);
+    });
+}
+
+std::size_t client_impl::handle_contexts() const {
+    std::shared_lock lock(handle_mutex_);
+    return contexts_.size();
+}
+
+void client_impl::on_handle_event(std::uint64_t generation, int zstate) {
+    if (closed_ || generation != generation_) return;
+    std::int64_t session;
+    {
+        std::shared_lock lock(handle_mutex_);
+        if (!zh_) return;
+        if (zstate == ZOO_CONNECTED_STATE) negotiated_timeout_ = zoo_recv_timeout(zh_);
+        session = zoo_client_id(zh_)->client_id;
+    }
+    if (zstate == ZOO_CONNECTED_STATE) {
+        lost_timer_.cancel();
+        {
+            // The handshake was the server's answer a moment ago.
+            std::lock_guard lock(lease_mutex_);
+            lease_generation_ = generation;
+            lease_sent_ = std::chrono::steady_clock::now();
+        }
+        if (!session_established_) {
+            session_established_ = true;
+            suspended_ = false;
+            established_session_ = session;
+            ++session_count_;
+            report(connection_state::connected, session);
+        } else if (suspended_) {
+            suspended_ = false;
+            report(connection_state::reconnected, session);
+        }
+        close_given_up_sessions();
+    } else if (zstate == ZOO_CONNECTING_STATE || zstate == ZOO_ASSOCIATING_STATE) {
+        if (session_established_ && !suspended_) {
+            suspended_ = true;
+            report(connection_state::suspended, session);
+            // The server expires a silent session after its timeout; past that we cannot count
+            // on it, so we call it lost and start over (Curator does the same).
+            lost_timer_.expires_after(session_timeout());
+            lost_timer_.async_wait([weak = weak_from_this(), generation](error_code ec) {
+                auto self = weak.lock();
+                if (!self || ec || self->closed_ || !self->suspended_ || generation != self->generation_) return;
+                self->declare_lost("suspended for a whole session timeout", false);
+            });
+        }
+    } else if (zstate == ZOO_EXPIRED_SESSION_STATE) {
+        declare_lost("the session expired", true);
+    } else if (zstate == ZOO_AUTH_FAILED_STATE) {
+        log::write(log::level::error, "zkr::client: ZooKeeper authentication failed; opening a new session");
+        declare_lost("authentication failed", false);
+    }
+}
+
+void client_impl::declare_lost(const char* why, bool server_expired) {
+    auto [id, password] = session_credentials();
+    if (id == 0) id = established_session_;
+    log::write(log::level::warning, "zkr::client: session " + hex(id) + " lost: " + why);
+    // A session we gave up may live on at the server (a server restarted, a quorum lost): its
+    // ephemeral nodes, our lock nodes among them, would stall everyone else for another whole
+    // timeout. Close it as soon as a server answers.
+    if (!server_expired && id != 0 && !password.empty()) given_up_.push_back(given_up_session{id, std::move(password)});
+    report(connection_state::lost, id);
+    replace_handle(make_error_code(errc::session_expired));
+}
+
+void client_impl::replace_handle(error_code reason) {
+    zhandle_t* old;
+    std::uint64_t old_generation;
+    {
+        std::unique_lock lock(handle_mutex_);
+        old = std::exchange(zh_, nullptr);
+        old_generation = generation_++;
+    }
+    {
+        std::lock_guard lock(lease_mutex_);
+        lease_generation_ = generation_;
+        lease_sent_ = {};
+    }
+    session_established_ = false;
+    suspended_ = false;
+    established_session_ = 0;
+    lost_timer_.cancel();
+    // Pending requests of the old handle complete with ZCLOSING (mapped to session_expired) as
+    // it closes, and are retried on the new one where that is safe.
+    if (old) close_handle_later(old, old_generation);
+    watches_.end_stale(generation_, false, reason);
+    open_handle();
+}
+
+void client_impl::report(connection_state s, std::int64_t session) {
+    std::vector<completion<>> connected_waiters;
+    std::vector<completion<connection_state>> state_waiters;
+    std::vector<std::shared_ptr<listener_entry>> listeners;
+    std::vector<std::shared_ptr<internal_listener>> internal;
+    {
+        std::lock_guard lock(state_mutex_);
+        state_ = s;
+        connected_ = s == connection_state::connected || s == connection_state::reconnected;
+        if (connected_) connected_waiters.swap(connected_waiters_);
+        state_waiters.swap(next_state_waiters_);
+        for (auto& [id, l] : listeners_) listeners.push_back(l);
+        for (auto& [id, l] : internal_listeners_) internal.push_back(l);
+        state_changed_.notify_all();
+    }
+    // zkr's own first, here and now: a lost session's holds are marked lost before any user
+    // code hears of it, however busy the user's executor is.
+    session_event ev{s, session};
+    for (auto& l : internal) {
+        if (l->active) l->fn(ev);
+    }
+    for (auto& w : connected_waiters) w({});
+    for (auto& w : state_waiters) w({}, s);
+    if (listeners.empty()) return;
+    asio::post(listener_strand_, [listeners = std::move(listeners), s] {
+        for (auto& l : listeners) {
+            if (!l->active) continue;
+            try {
+                l->fn(s);
+            } catch (const std::exception& e) {
+                log::write(log::level::error, std::string("zkr::client: a state listener threw: ") + e.what());
+            }
+        }
+    });
+}
+
+void client_impl::schedule_heartbeat() {
+    if (closed_) return;
+    // A quarter of the session timeout: the lease (two thirds of it) stays fresh with room for a
+    // slow answer, and an idle client sends no more than the C client's own pings would.
+    auto period = std::max(session_timeout() / 4, std::chrono::milliseconds(50));
+    heartbeat_timer_.expires_after(period);
+    heartbeat_timer_.async_wait([weak = weak_from_this(), period](error_code ec) {
+        auto self = weak.lock();
+        if (!self || ec || self->closed_) return;
+        auto idle = std::chrono::steady_clock::now().time_since_epoch().count() - self->last_sent_.load();
+        bool connected;
+        {
+            std::shared_lock lock(self->handle_mutex_);
+            connected = self->zh_ && zoo_state(self->zh_) == ZOO_CONNECTED_STATE;
+        }
+        if (connected && idle >= std::chrono::steady_clock::duration(period).count())
+            self->submit(make_heartbeat(*self));
+        self->schedule_heartbeat();
+    });
+}
+
+// ---------------------------------------------------------------- given-up sessions
+
+namespace {
+
+// One attempt to close a given-up session: a handle joins it with its id and password, and is
+// closed as soon as the server says whether the session still lives (then the close ends it and
+// its ephemeral nodes go) or has expired.
+struct session_closer {
+    std::atomic<bool> answered{false};
+    std::atomic<bool> closing{false};
+    std::atomic<int> outcome{0};  // ZOO_CONNECTED_STATE or ZOO_EXPIRED_SESSION_STATE
+    zhandle_t* zh = nullptr;
+    std::function<void()> on_answer;  // posts the close; set before the handle exists
+};
+
+void on_closer_event(zhandle_t*, int type, int state, const char*, void* context) {
+    if (type != ZOO_SESSION_EVENT) return;
+    if (state != ZOO_CONNECTED_STATE && state != ZOO_EXPIRED_SESSION_STATE && state != ZOO_AUTH_FAILED_STATE) return;
+    auto* closer = static_cast<session_closer*>(context);
+    if (closer->answered.exchange(true)) return;
+    closer->outcome = state;
+    closer->on_answer();
+}
+
+}  // namespace
+
+void client_impl::close_given_up_sessions() {
+    if (closing_given_up_ || given_up_.empty() || closed_) return;
+    given_up_session s = std::move(given_up_.front());
+    given_up_.erase(given_up_.begin());
+    close_given_up(std::move(s));
+}
+
+void client_impl::close_given_up(given_up_session s) {
+    closing_given_up_ = true;
+    auto closer = std::make_shared<session_closer>();
+    auto timer = std::make_shared<asio::steady_timer>(rt_->session);
+    std::weak_ptr<client_impl> weak = weak_from_this();
+    // Runs the close on the C-call thread once, then reports back to the session thread.
+    auto finish = [weak, closer, timer, s](bool timed_out) {
+        auto self = weak.lock();
+        if (!self || closer->closing.exchange(true)) return;
+        asio::post(self->rt_->c_calls, [weak, closer, timer, s, timed_out]() mutable {
+            if (closer->zh) zookeeper_close(closer->zh);
+            auto self = weak.lock();
+            if (!self) return;
+            asio::post(self->rt_->session, [weak, closer, timer, s, timed_out]() mutable {
+                auto self = weak.lock();
+                if (!self) return;
+                timer->cancel();
+                self->closing_given_up_ = false;
+                int outcome = closer->outcome;
+                if (outcome == ZOO_CONNECTED_STATE) {
+                    log::write(log::level::info, "zkr::client: closed given-up session " + hex(s.id) + " on the server");
+                } else if (outcome == 0 && timed_out && ++s.attempts < 5 && !self->closed_) {
+                    self->given_up_.push_back(std::move(s));  // no answer yet: again with the next connection
+                }
+                self->close_given_up_sessions();
+            });
+        });
+    };
+    closer->on_answer = [finish] { finish(false); };
+    auto wait = std::min(session_timeout(), std::chrono::milliseconds(5000));
+    asio::post(rt_->c_calls, [weak, closer, timer, s, finish, wait] {
+        auto self = weak.lock();
+        if (!self) return;
+        clientid_t id{};
+        id.client_id = s.id;
+        std::memcpy(id.passwd, s.password.data(), std::min(s.password.size(), sizeof id.passwd));
+        // The watcher may fire before zookeeper_init returns: the close it posts runs after this
+        // task, when closer->zh is set.
+        zhandle_t* zh = zookeeper_init2(self->options_.connect.c_str(), &on_closer_event,
+                                        static_cast<int>(self->options_.session_timeout.count()), &id, closer.get(), 0,
+                                        &forward_c_client_log);
+        closer->zh = zh;
+        if (!zh) return finish(true);
+        if (self->options_.auth) {
+            std::string credentials = self->options_.auth->user + ":" + self->options_.auth->password;
+            zoo_add_auth(zh, "digest", credentials.data(), static_cast<int>(credentials.size()), &on_auth_reply, nullptr);
+        }
+        asio::post(self->rt_->session, [timer, finish, wait] {
+            timer->expires_after(wait);
+            timer->async_wait([finish](error_code ec) {
+                if (!ec) finish(true);
+            });
+        });
+    });
+}
+
+// ---------------------------------------------------------------- closing
+
+void client_impl::close() {
+    if (closed_.exchange(true)) return;
+    zhandle_t* zh = nullptr;
+    std::uint64_t closed_generation = 0;
+    auto work = [&] {
+        {
+            std::unique_lock lock(handle_mutex_);
+            zh = std::exchange(zh_, nullptr);
+            closed_generation = generation_++;
+        }
+        lost_timer_.cancel();
+        reopen_timer_.cancel();
+        heartbeat_timer_.cancel();
+        for (request* r : backing_off_) r->backoff->cancel();
+        watches_.end_stale(0, true, make_error_code(errc::client_closed));
+        fail_parked(make_error_code(errc::client_closed));
+        std::vector<completion<>> connected_waiters;
+        {
+            std::lock_guard lock(state_mutex_);
+            connected_waiters.swap(connected_waiters_);
+        }
+        for (auto& w : connected_waiters) w(make_error_code(errc::client_closed));
+        report(connection_state::closed, established_session_);
+    };
+    if (rt_->on_session_thread()) {
+        work();
+    } else {
+        std::promise<void> done;
+        asio::post(rt_->session, [&] {
+            work();
+            done.set_value();
+        });
+        done.get_future().wait();
+    }
+    // Closing ends the session on the server: its ephemeral nodes go now, not after a timeout.
+    // Pending requests complete with ZCLOSING, mapped to client_closed.
+    if (zh) {
+        zookeeper_close(zh);
+        std::unique_lock lock(handle_mutex_);
+        contexts_.erase(closed_generation);
+    }
+}
+
+void client_impl::shutdown() {
+    close();
+    {
+        // Recipe state may hold timers on the session thread: drop it while that still runs.
+        std::map<const void*, std::shared_ptr<void>> extensions;
+        std::lock_guard lock(extensions_mutex_);
+        extensions.swap(extensions_);
+    }
+    rt_->stop();
+}
+
+}  // namespace zkr::detail

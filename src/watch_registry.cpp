@@ -1,0 +1,150 @@
+#include "watch_registry.hpp"
+
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/prefer.hpp>
+#include <boost/asio/system_executor.hpp>
+
+namespace zkr::detail {
+namespace asio = boost::asio;
+
+void watch_state::finish(error_code ec, watch_event ev) {
+    std::optional<watch_handler> handler;
+    asio::any_io_executor work;
+    sync_slot<watch_event>* slot = nullptr;
+    std::function<void(error_code, const watch_event&)> inline_fn;
+    {
+        std::lock_guard lock(mutex);
+        if (done) return;
+        done = true;
+        error = ec;
+        event = ev;
+        handler = std::exchange(waiter, std::nullopt);
+        work = std::exchange(waiter_work, {});
+        slot = std::exchange(sync_waiter, nullptr);
+        inline_fn = std::exchange(inline_waiter, {});
+    }
+    if (inline_fn) inline_fn(ec, ev);
+    if (handler) post_handler(std::move(*handler), work, ec, std::move(ev));
+    else if (slot) slot->set(ec, std::move(ev));
+}
+
+void watch_state::wait_inline(std::function<void(error_code, const watch_event&)> fn) {
+    std::unique_lock lock(mutex);
+    if (done) {
+        error_code ec = error;
+        watch_event ev = event;
+        lock.unlock();
+        fn(ec, ev);
+        return;
+    }
+    inline_waiter = std::move(fn);
+}
+
+void watch_state::clear_inline() {
+    std::function<void(error_code, const watch_event&)> dropped;
+    std::lock_guard lock(mutex);
+    dropped = std::exchange(inline_waiter, {});
+}
+
+void watch_state::cancel_wait() {
+    std::optional<watch_handler> handler;
+    asio::any_io_executor work;
+    {
+        std::lock_guard lock(mutex);
+        handler = std::exchange(waiter, std::nullopt);
+        work = std::exchange(waiter_work, {});
+    }
+    if (handler) post_handler(std::move(*handler), work, make_error_code(errc::cancelled), watch_event{});
+}
+
+std::shared_ptr<watch_state> watch_registry::add(client_impl* client, std::weak_ptr<client_impl> owner,
+                                                 asio::any_io_executor executor, std::string path, watch_kind kind) {
+    auto ws = std::make_shared<watch_state>();
+    ws->client = client;
+    ws->client_owner = std::move(owner);
+    ws->fallback_executor = std::move(executor);
+    ws->path = std::move(path);
+    ws->kind = kind;
+    std::lock_guard lock(mutex_);
+    watches_.emplace(ws.get(), ws);
+    return ws;
+}
+
+void watch_registry::forget(watch_state* ws) {
+    std::shared_ptr<watch_state> released;  // destroyed outside the lock
+    std::lock_guard lock(mutex_);
+    if (auto it = watches_.find(ws); it != watches_.end()) {
+        released = std::move(it->second);
+        watches_.erase(it);
+    }
+}
+
+std::vector<std::shared_ptr<watch_state>> watch_registry::sharing(const watch_state& ws) {
+    std::vector<std::shared_ptr<watch_state>> out;
+    std::lock_guard lock(mutex_);
+    for (auto& [ptr, other] : watches_) {
+        if (ptr != &ws && other->armed && other->kind == ws.kind && other->generation == ws.generation &&
+            other->path == ws.path)
+            out.push_back(other);
+    }
+    return out;
+}
+
+void watch_registry::end_sharing(const watch_state& ws, const watch_event& ev) {
+    for (auto& other : sharing(ws)) {
+        other->finish({}, ev);
+        forget(other.get());
+    }
+}
+
+void watch_registry::end_stale(std::uint64_t current, bool all, error_code ec) {
+    std::vector<std::shared_ptr<watch_state>> ended;
+    {
+        std::lock_guard lock(mutex_);
+        for (auto it = watches_.begin(); it != watches_.end();) {
+            // Watches not yet armed belong to a read in flight, which cleans up after itself.
+            if (it->second->armed && (all || it->second->generation != current)) {
+                ended.push_back(std::move(it->second));
+                it = watches_.erase(it);
+            } else {
+                ++it;
+            }
+        }
+    }
+    for (auto& ws : ended) ws->finish(ec, watch_event{});
+}
+
+void start_watch_wait(const std::shared_ptr<watch_state>& state, watch_handler handler) {
+    if (!state) {
+        return post_handler(std::move(handler), asio::system_executor(), make_error_code(errc::bad_arguments),
+                            watch_event{});
+    }
+    std::unique_lock lock(state->mutex);
+    asio::any_io_executor work = asio::prefer(state->fallback_executor, asio::execution::outstanding_work.tracked);
+    if (state->done) {
+        zkr::error_code ec = state->error;
+        watch_event ev = state->event;
+        lock.unlock();
+        return post_handler(std::move(handler), work, ec, std::move(ev));
+    }
+    if (state->waiter || state->sync_waiter) {
+        lock.unlock();  // one wait at a time
+        return post_handler(std::move(handler), work, make_error_code(errc::bad_arguments), watch_event{});
+    }
+    auto slot = asio::get_associated_cancellation_slot(handler);
+    if (slot.is_connected()) {
+        slot.assign([weak = std::weak_ptr<watch_state>(state)](asio::cancellation_type) {
+            if (auto s = weak.lock()) s->cancel_wait();
+        });
+    }
+    state->waiter.emplace(std::move(handler));
+    state->waiter_work = std::move(work);
+}
+
+std::size_t watch_registry::size() {
+    std::lock_guard lock(mutex_);
+    return watches_.size();
+}
+
+}  // namespace zkr::detail

@@ -1,0 +1,76 @@
+// Internal: the watches a client has set, as the C client sees them. A watch's context pointer
+// at the C client is its watch_state, which the registry keeps alive until the watch fires, is
+// removed, or its session ends.
+#pragma once
+
+#include "completion.hpp"
+#include "zkr/types.hpp"
+#include "zkr/watch.hpp"
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace zkr::detail {
+
+class client_impl;
+
+struct watch_state {
+    client_impl* client = nullptr;            // valid while the C client can call us
+    std::weak_ptr<client_impl> client_owner;  // for user calls after the fact (remove)
+    boost::asio::any_io_executor fallback_executor;
+    std::string path;
+    watch_kind kind = watch_kind::data;
+    std::uint64_t generation = 0;            // the handle it is set on
+    std::atomic<bool> armed{false};          // the read succeeded: the C client holds it
+
+    std::mutex mutex;
+    bool done = false;
+    error_code error;
+    watch_event event;
+    std::optional<watch_handler> waiter;
+    boost::asio::any_io_executor waiter_work;
+    sync_slot<watch_event>* sync_waiter = nullptr;
+    // zkr's own waits (lock recipes): called on the thread that ends the watch; must not block.
+    std::function<void(error_code, const watch_event&)> inline_waiter;
+
+    /// First call wins; completes a pending wait.
+    void finish(error_code ec, watch_event ev);
+    void cancel_wait();
+    /// Registers an inline waiter; if the watch already ended, calls it at once (on this thread).
+    void wait_inline(std::function<void(error_code, const watch_event&)> fn);
+    /// Drops an inline waiter that has not been called (its owner gave up waiting).
+    void clear_inline();
+};
+
+/// For recipes: the state behind a zkr::watch.
+struct watch_access {
+    static const std::shared_ptr<watch_state>& state(const zkr::watch& w) { return w.state_; }
+};
+
+class watch_registry {
+public:
+    std::shared_ptr<watch_state> add(client_impl* client, std::weak_ptr<client_impl> owner,
+                                     boost::asio::any_io_executor executor, std::string path, watch_kind kind);
+    void forget(watch_state* ws);
+    /// Armed watches other than `ws` on the same path, kind and handle.
+    std::vector<std::shared_ptr<watch_state>> sharing(const watch_state& ws);
+    /// Ends those with `ev` (their registration went with a removal of all watches on the path).
+    void end_sharing(const watch_state& ws, const watch_event& ev);
+    /// Ends, with `ec`, every armed watch not set on handle `current` (or every one, if `all`).
+    void end_stale(std::uint64_t current, bool all, error_code ec);
+    std::size_t size();
+
+private:
+    std::mutex mutex_;
+    std::unordered_map<watch_state*, std::shared_ptr<watch_state>> watches_;
+};
+
+}  // namespace zkr::detail
