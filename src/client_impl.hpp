@@ -108,6 +108,9 @@ public:
     std::pair<std::int64_t, std::string> session_credentials() const;
     /// How many handle contexts are kept (one per open handle; tests check it stays bounded).
     std::size_t handle_contexts() const;
+    /// For tests that need a given-up session to linger on the server (as it does when no server
+    /// answers): false holds back closing given-up sessions.
+    void close_given_up_sessions_for_tests(bool enabled) { close_given_up_enabled_ = enabled; }
 
     void wait_connected(std::chrono::milliseconds timeout);
     subscription on_state_change(std::function<void(connection_state)> listener);
@@ -208,6 +211,7 @@ private:
     std::unordered_set<request*> backing_off_;
     std::vector<given_up_session> given_up_;
     bool closing_given_up_ = false;
+    std::atomic<bool> close_given_up_enabled_{true};
 
     mutable std::mutex state_mutex_;
     std::condition_variable state_changed_;

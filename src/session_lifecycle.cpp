@@ -341,7 +341,7 @@ void on_closer_event(zhandle_t*, int type, int state, const char*, void* context
 }  // namespace
 
 void client_impl::close_given_up_sessions() {
-    if (closing_given_up_ || given_up_.empty() || closed_) return;
+    if (closing_given_up_ || given_up_.empty() || closed_ || !close_given_up_enabled_) return;
     given_up_session s = std::move(given_up_.front());
     given_up_.erase(given_up_.begin());
     close_given_up(std::move(s));
