@@ -338,12 +338,12 @@ TEST_CASE("create reply lost and a new session in between: the old node is delet
 
     REQUIRE(eventually([&] { return m.is_acquired_in_this_process(); }, 20s));
     CHECK(c.session_id() != old_session);
-    auto stats = m.statistics();
-    CHECK(stats.nodes_adopted == 0);
-    CHECK(stats.stale_nodes_deleted >= 1);
+    CHECK(m.statistics().nodes_adopted == 0);
+    // The old session's node goes: deleted as stale by the acquisition, or with the old session,
+    // which zkr closes on the server (through the keeper's back) as soon as one answers.
     REQUIRE(eventually([&] { return observer.get_children("/stale").children.size() == 1; }));
     auto children = observer.get_children("/stale").children;
-    REQUIRE(children.size() == 1);  // only the new node; the old session's one was removed
+    REQUIRE(children.size() == 1);  // only the new node
     CHECK(children[0] != stale[0]);
     CHECK(observer.exists("/stale/" + children[0]).stat.ephemeral_owner == c.session_id());
     checked.set_value();

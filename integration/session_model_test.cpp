@@ -325,3 +325,33 @@ TEST_CASE("handle contexts do not pile up over many sessions", "[session_model]"
     }
     CHECK(eventually([&] { return impl->handle_contexts() <= 2; }, 5s));
 }
+
+TEST_CASE("a 10 s outage logs a handful of lines, not hundreds", "[session_model][log][own_servers]") {
+    zkr::test::zk_cluster cluster(1);
+    zkr::client c(test_options(cluster.connect_string(), 4000ms));
+    c.wait_connected(10s);
+    std::mutex mutex;
+    std::vector<std::string> lines;
+    zkr::log::set_sink([&](zkr::log::level, std::string_view m) {
+        std::lock_guard lock(mutex);
+        lines.emplace_back(m);
+    });
+    cluster.stop_server(1);
+    std::this_thread::sleep_for(10s);  // suspended, lost, and a new session tried for again and again
+    zkr::log::flush();
+    std::size_t during;
+    {
+        std::lock_guard lock(mutex);
+        during = lines.size();
+        for (auto& l : lines) UNSCOPED_INFO(l);
+    }
+    cluster.start_server(1);
+    CHECK(eventually([&] { return c.is_connected(); }, 20s));
+    zkr::log::flush();
+    zkr::log::set_sink({});
+    CHECK(during >= 1);   // the outage is reported
+    CHECK(during <= 15);  // ... without a line per connection attempt
+    WARN("lines during the outage: " << during);
+    std::lock_guard lock(mutex);
+    CHECK(std::any_of(lines.begin(), lines.end(), [](const std::string& l) { return l.find("lost") != std::string::npos; }));
+}

@@ -121,6 +121,9 @@ acquire_fsm::action acquire_fsm::on_created_and_listed(error_code create_error, 
         session_ = created.stat.ephemeral_owner;
         if (abandoned_) return finish_abandoned(list_error ? std::vector<std::string>{} : stale_nodes(children));
         if (list_error) {
+            // The listing was retried under the retry policy already: asking again would only
+            // double the time an outage takes to be reported.
+            if (!session_gone(list_error) && list_error != errc::no_node) return finish(false, list_error);
             phase_ = phase::listing;
             return ask(step::list{options_.lock_path});
         }
@@ -129,8 +132,10 @@ acquire_fsm::action acquire_fsm::on_created_and_listed(error_code create_error, 
     if (outcome_unknown(create_error)) {
         unsettled_.push_back({prefix_, session});
         // The create may have been applied with its reply lost. A listing sent after it tells:
-        // the one that came with it if it got through, else a new one.
+        // the one that came with it if it got through, else a new one — unless the retry policy
+        // gave up on that one already (then the sweep settles it, in the background).
         if (!list_error) return recover(children);
+        if (!session_gone(list_error)) return finish(false, list_error);
         phase_ = phase::recovering;
         return ask(step::list{options_.lock_path});
     }

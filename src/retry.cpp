@@ -162,9 +162,25 @@ std::optional<milliseconds> session_failed::next_sleep(const attempt& a) const {
     return delegate_->next_sleep(a);
 }
 
+within::within(policy_ptr delegate, std::chrono::milliseconds max_elapsed)
+    : delegate_(std::move(delegate)), max_elapsed_(max_elapsed) {
+    if (!delegate_) throw std::invalid_argument("zkr::retry::within: the delegate policy is null");
+    if (max_elapsed_.count() < 0)
+        throw std::invalid_argument("zkr::retry::within: max_elapsed must not be negative, got " +
+                                    std::to_string(max_elapsed_.count()) + " ms");
+}
+
+std::optional<std::chrono::milliseconds> within::next_sleep(const attempt& a) const {
+    auto elapsed = std::max(a.elapsed, std::chrono::milliseconds(0));
+    if (elapsed >= max_elapsed_) return std::nullopt;
+    auto sleep = delegate_->next_sleep(a);
+    if (!sleep) return std::nullopt;
+    return std::min(*sleep, max_elapsed_ - elapsed);
+}
+
 policy_ptr default_policy() {
     using namespace std::chrono_literals;
-    return std::make_shared<exponential_backoff>(100ms, 5, 2000ms);
+    return std::make_shared<within>(std::make_shared<exponential_backoff>(100ms, 5, 2000ms), 10'000ms);
 }
 
 }  // namespace zkr::retry

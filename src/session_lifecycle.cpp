@@ -107,15 +107,18 @@ void client_impl::open_handle() {
 
 void client_impl::on_handle_opened(std::uint64_t generation, zhandle_t* zh, std::string problem) {
     if (!zh) {
+        bool news;
         {
             std::lock_guard lock(state_mutex_);
+            news = open_problem_ != problem;
             open_problem_ = problem;
         }
         {
             std::unique_lock lock(handle_mutex_);
             contexts_.erase(generation);
         }
-        log::write(log::level::warning, "zkr::client \"" + options_.connect + "\": " + problem + "; trying again");
+        // Said once per cause, not once per attempt.
+        if (news) log::write(log::level::warning, "zkr::client \"" + options_.connect + "\": " + problem + "; trying again");
         // Like a failed connection attempt: what waits for a handle fails, and its retry policy decides.
         fail_parked(make_error_code(errc::connection_loss));
         if (closed_) return;

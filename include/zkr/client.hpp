@@ -71,8 +71,9 @@ template <class T>
 concept completion_token_not_watch = !std::is_same_v<std::decay_t<T>, set_watch_t>;
 }  // namespace detail
 
-/// Unsubscribes a state listener when destroyed (or on reset()).
-class subscription {
+/// Unsubscribes a listener when destroyed (or on reset()): keep it as long as the listener should
+/// be called. [[nodiscard]]: a subscription not stored unsubscribes at once.
+class [[nodiscard]] subscription {
 public:
     subscription() = default;
     explicit subscription(std::function<void()> cancel) : cancel_(std::move(cancel)) {}

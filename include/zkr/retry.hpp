@@ -147,8 +147,25 @@ private:
     policy_ptr delegate_;
 };
 
+/// Wraps another policy and gives up once a.elapsed reaches `max_elapsed`, trimming the last
+/// sleep to the time left. Bounds a count-based policy in time: when the network is silent, each
+/// attempt itself lasts until the C client's connect timeout (2/3 of the session timeout), so
+/// retries alone say little about how long a call takes. Throws std::invalid_argument for a
+/// null delegate or a negative max_elapsed.
+class within final : public policy {
+public:
+    within(policy_ptr delegate, std::chrono::milliseconds max_elapsed);
+
+    std::optional<std::chrono::milliseconds> next_sleep(const attempt& a) const override;
+
+private:
+    policy_ptr delegate_;
+    std::chrono::milliseconds max_elapsed_;
+};
+
 /// The policy zkr uses when none is given: exponential_backoff with a 100 ms base, at most
-/// 5 retries and sleeps capped at 2000 ms — at most 4.6 s of sleeping in all.
+/// 5 retries and sleeps capped at 2000 ms (at most 4.6 s of sleeping in all), and no retry
+/// begun once 10 s have passed since the first try.
 policy_ptr default_policy();
 
 }  // namespace zkr::retry

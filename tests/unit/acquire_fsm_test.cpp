@@ -272,8 +272,8 @@ TEST_CASE("acquire_fsm 7: lost create reply, node found and ours (adopted)", "[a
     SECTION("the listing came through") {
         a = f.on_created_and_listed(ec(errc::connection_loss), {}, {}, {"_c_u1-lock-0000000000"}, session);
     }
-    SECTION("the listing failed too: list again") {
-        a = f.on_created_and_listed(ec(errc::connection_loss), {}, ec(errc::connection_loss), {}, session);
+    SECTION("the listing went with a session too: list again") {
+        a = f.on_created_and_listed(ec(errc::connection_loss), {}, ec(errc::session_expired), {}, session);
         REQUIRE(a.is<step::list>());
         CHECK(path_of(a) == "/l");
         a = f.on_listed({}, {"_c_u1-lock-0000000000"}, session);
@@ -398,10 +398,33 @@ TEST_CASE("acquire_fsm 10b: no session at evaluation time", "[acquire_fsm]") {
     CHECK(contains(a.deletes, "/l/_c_u1-lock-0000000000"));
 }
 
-TEST_CASE("acquire_fsm: create ok, listing failed, then listed", "[acquire_fsm]") {
+TEST_CASE("acquire_fsm: lost create reply and a listing the retry policy gave up on", "[acquire_fsm]") {
+    auto f = make();
+    f.start();
+    // Asking again would double the time an outage takes to be reported: done, and the create
+    // in doubt is swept in the background.
+    auto a = f.on_created_and_listed(ec(errc::connection_loss), {}, ec(errc::operation_timeout), {}, session);
+    REQUIRE(a.is<step::done>());
+    CHECK_FALSE(acquired(a));
+    CHECK(error_of(a) == errc::operation_timeout);
+    CHECK(sweep_of(a) == strings{"_c_u1-"});
+    CHECK(a.as<step::done>().sweep[0].session == session);
+}
+
+TEST_CASE("acquire_fsm: create ok, listing given up by the retry policy: done, our node removed", "[acquire_fsm]") {
     auto f = make();
     f.start();
     auto a = f.on_created_and_listed({}, created("/l/_c_u1-lock-0000000003"), ec(errc::connection_loss), {}, session);
+    REQUIRE(a.is<step::done>());
+    CHECK_FALSE(acquired(a));
+    CHECK(error_of(a) == errc::connection_loss);
+    CHECK(a.deletes == strings{"/l/_c_u1-lock-0000000003"});
+}
+
+TEST_CASE("acquire_fsm: create ok, listing lost with a session, then listed", "[acquire_fsm]") {
+    auto f = make();
+    f.start();
+    auto a = f.on_created_and_listed({}, created("/l/_c_u1-lock-0000000003"), ec(errc::session_expired), {}, session);
     REQUIRE(a.is<step::list>());
     CHECK(path_of(a) == "/l");
     a = f.on_listed({}, {"_c_u1-lock-0000000003"}, session);
@@ -422,7 +445,7 @@ TEST_CASE("acquire_fsm: our node missing from the listing", "[acquire_fsm]") {
 TEST_CASE("acquire_fsm: lock path reaped under a listing", "[acquire_fsm]") {
     auto f = make();
     f.start();
-    REQUIRE(f.on_created_and_listed({}, created("/l/_c_u1-lock-0000000003"), ec(errc::connection_loss), {}, session)
+    REQUIRE(f.on_created_and_listed({}, created("/l/_c_u1-lock-0000000003"), ec(errc::session_expired), {}, session)
                 .is<step::list>());
     auto a = f.on_listed(ec(errc::no_node), {}, session);
     REQUIRE(a.is<step::create_and_list>());

@@ -350,7 +350,7 @@ TEST_CASE("session_failed refuses lost sessions and defers everything else", "[r
     }
 }
 
-TEST_CASE("default_policy is exponential backoff: 100ms base, 5 retries, 2000ms cap", "[retry]") {
+TEST_CASE("default_policy is exponential backoff: 100ms base, 5 retries, 2000ms cap, within 10 s", "[retry]") {
     const retry::policy_ptr policy = retry::default_policy();
     REQUIRE(policy != nullptr);
     // The jitter is real here, so only its range is checked: [base, min(base * (2^(k+1) - 1), cap)].
@@ -364,6 +364,23 @@ TEST_CASE("default_policy is exponential backoff: 100ms base, 5 retries, 2000ms 
         }
     }
     CHECK_FALSE(policy->next_sleep(attempt_at(5)).has_value());
+    // However few retries so far: none begins 10 s after the first try, and none sleeps past it.
+    CHECK_FALSE(policy->next_sleep(attempt_at(1, 10'000ms)).has_value());
+    auto last = policy->next_sleep(attempt_at(4, 9'950ms));
+    REQUIRE(last.has_value());
+    CHECK(*last <= 50ms);
+}
+
+TEST_CASE("within bounds a delegate in time and trims the last sleep", "[retry]") {
+    auto delegate = std::make_shared<retry::retry_n_times>(100, 300ms);
+    retry::within policy(delegate, 1000ms);
+    CHECK(policy.next_sleep(attempt_at(0, 0ms)) == 300ms);
+    CHECK(policy.next_sleep(attempt_at(50, 800ms)) == 200ms);  // trimmed to the time left
+    CHECK_FALSE(policy.next_sleep(attempt_at(1, 1000ms)).has_value());
+    CHECK_FALSE(policy.next_sleep(attempt_at(100, 0ms)).has_value());  // the delegate gives up first
+    CHECK(policy.next_sleep(attempt_at(0, -5ms)) == 300ms);  // a clock stepped back counts as zero
+    CHECK_THROWS_WITH(retry::within(nullptr, 1s), Catch::Contains("null"));
+    CHECK_THROWS_WITH(retry::within(delegate, -1ms), Catch::Contains("max_elapsed"));
 }
 
 TEST_CASE("default_random_source stays within bound", "[retry]") {
