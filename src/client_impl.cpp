@@ -355,7 +355,25 @@ void client_impl::remove_watch(std::shared_ptr<watch_state> ws, completion<> don
         watches_.forget(ws.get());
         return done({});
     }
-    submit(make_remove_all_watches(*this, std::move(ws), std::move(done)));
+    // Should the server not be reached, drop the watch at the client at least, so that the C
+    // client does not set it again when it reconnects: then nothing of it is left anywhere.
+    auto shared_done = std::make_shared<completion<>>(std::move(done));
+    submit(make_remove_all_watches(*this, ws, completion<>(completion<>::inline_fn(
+        [weak = weak_from_this(), ws, shared_done](error_code ec) {
+            if (ec && ec != errc::no_watcher) {
+                if (auto self = weak.lock()) self->drop_watch_locally(*ws);
+            }
+            (*shared_done)(ec);
+        }))));
+}
+
+void client_impl::drop_watch_locally(watch_state& ws) {
+    {
+        std::shared_lock lock(handle_mutex_);
+        if (zh_ && ws.generation == generation_) remove_watch_locally(zh_, ws);
+    }
+    ws.finish(make_error_code(errc::watch_removed), {});
+    watches_.forget(&ws);
 }
 
 // ---------------------------------------------------------------- entry points of the templates

@@ -128,6 +128,8 @@ public:
     void get_children(std::string path, bool watch, completion<children_result> done);
     void multi(std::vector<multi_op> ops, completion<std::vector<multi_op_result>> done);
     void remove_watch(std::shared_ptr<watch_state> ws, completion<> done);
+    /// Ends `ws` at the C client only (the server's watch, if any, is left to its connection).
+    void drop_watch_locally(watch_state& ws);
 
     /// Sends (or resends) a request on the current handle, or parks it until there is one.
     void submit(request* r);
