@@ -61,7 +61,8 @@ client_impl::client_impl(client_options options)
       listener_strand_(asio::make_strand(user_executor_)),
       lost_timer_(rt_->session),
       reopen_timer_(rt_->session),
-      heartbeat_timer_(rt_->session) {
+      heartbeat_timer_(rt_->session),
+      closer_timer_(rt_->session) {
     // The C client keeps pointers into these for every create.
     acl_strings_.reserve(options_.default_acl.size() * 2);
     for (const auto& entry : options_.default_acl) {
@@ -257,7 +258,12 @@ void client_impl::on_failure(request* r, int rc) {
     error_code ec = map_rc(rc);
     bool retry = r->retry_allowed && !closed_ && (is_retryable(ec) || ec == errc::session_expired);
     if (!retry) return r->fail(ec);
-    asio::post(rt_->session, [self = shared_from_this(), r, ec] { self->schedule_retry(r, ec); });
+    // Handlers posted to our threads hold the client weakly: one never run (posted as a thread
+    // ends) must not keep the client, and with it that thread's io_context, alive for ever.
+    asio::post(rt_->session, [weak = weak_from_this(), r, ec] {
+        if (auto self = weak.lock()) self->schedule_retry(r, ec);
+        else r->fail(make_error_code(errc::client_closed));
+    });
 }
 
 void client_impl::schedule_retry(request* r, error_code ec) {

@@ -67,6 +67,8 @@ enum class session_health {
 };
 
 /// A session-level event for zkr's own listeners (the lock engine), with the session it is about.
+struct session_closer;  // session_lifecycle.cpp
+
 struct session_event {
     connection_state state;
     std::int64_t session;  ///< connected/reconnected: the session now; lost: the session lost
@@ -209,10 +211,12 @@ private:
     boost::asio::steady_timer lost_timer_;
     boost::asio::steady_timer reopen_timer_;
     boost::asio::steady_timer heartbeat_timer_;
+    boost::asio::steady_timer closer_timer_;  // the given-up session being closed: its answer's deadline
     std::chrono::milliseconds reopen_delay_{250};
     std::unordered_set<request*> backing_off_;
     std::vector<given_up_session> given_up_;
     bool closing_given_up_ = false;
+    std::shared_ptr<session_closer> active_closer_;
     std::atomic<bool> close_given_up_enabled_{true};
 
     mutable std::mutex state_mutex_;

@@ -60,9 +60,11 @@ std::string describe_open_failure(int err, const std::string& connect) {
 
 void client_impl::start() {
     rt_->start();
-    asio::post(rt_->session, [self = shared_from_this()] {
-        self->open_handle();
-        self->schedule_heartbeat();
+    asio::post(rt_->session, [weak = weak_from_this()] {
+        if (auto self = weak.lock()) {
+            self->open_handle();
+            self->schedule_heartbeat();
+        }
     });
 }
 
@@ -78,7 +80,9 @@ void client_impl::open_handle() {
         ctx = slot.get();
     }
     // zookeeper_init resolves the host names: a slow DNS server must not hold up the session thread.
-    asio::post(rt_->c_calls, [self = shared_from_this(), generation, ctx] {
+    asio::post(rt_->c_calls, [weak = weak_from_this(), generation, ctx] {
+        auto self = weak.lock();
+        if (!self) return;
         errno = 0;
         zhandle_t* zh = zookeeper_init2(self->options_.connect.c_str(), &on_handle_watcher,
                                         static_cast<int>(self->options_.session_timeout.count()), nullptr, ctx, 0,
@@ -99,8 +103,9 @@ void client_impl::open_handle() {
                 return;
             }
         }
-        asio::post(self->rt_->session, [self, generation, zh, problem = std::move(problem)] {
-            self->on_handle_opened(generation, zh, problem);
+        asio::post(self->rt_->session, [weak, generation, zh, problem = std::move(problem)] {
+            if (auto self = weak.lock()) self->on_handle_opened(generation, zh, problem);
+            else if (zh) zookeeper_close(zh);
         });
     });
 }
@@ -162,11 +167,13 @@ void client_impl::fail_parked(error_code ec) {
 void client_impl::close_handle_later(zhandle_t* zh, std::uint64_t generation) {
     // zookeeper_close joins the handle's threads and, on a live connection, waits for the
     // server's answer to the close: never on the session thread.
-    asio::post(rt_->c_calls, [self = shared_from_this(), zh, generation] {
+    asio::post(rt_->c_calls, [weak = weak_from_this(), zh, generation] {
         zookeeper_close(zh);
         // The C client will not call the handle's watcher any more: its context can go.
-        std::unique_lock lock(self->handle_mutex_);
-        self->contexts_.erase(generation);
+        if (auto self = weak.lock()) {
+            std::unique_lock lock(self->handle_mutex_);
+            self->contexts_.erase(generation);
+        }
     });
 }
 
@@ -319,8 +326,6 @@ void client_impl::schedule_heartbeat() {
 
 // ---------------------------------------------------------------- given-up sessions
 
-namespace {
-
 // One attempt to close a given-up session: a handle joins it with its id and password, and is
 // closed as soon as the server says whether the session still lives (then the close ends it and
 // its ephemeral nodes go) or has expired.
@@ -328,9 +333,12 @@ struct session_closer {
     std::atomic<bool> answered{false};
     std::atomic<bool> closing{false};
     std::atomic<int> outcome{0};  // ZOO_CONNECTED_STATE or ZOO_EXPIRED_SESSION_STATE
-    zhandle_t* zh = nullptr;
+    // Whoever takes it (exchange) closes it: the attempt when it is done, or close().
+    std::atomic<zhandle_t*> zh{nullptr};
     std::function<void()> on_answer;  // posts the close; set before the handle exists
 };
+
+namespace {
 
 void on_closer_event(zhandle_t*, int type, int state, const char*, void* context) {
     if (type != ZOO_SESSION_EVENT) return;
@@ -353,21 +361,22 @@ void client_impl::close_given_up_sessions() {
 void client_impl::close_given_up(given_up_session s) {
     closing_given_up_ = true;
     auto closer = std::make_shared<session_closer>();
-    auto timer = std::make_shared<asio::steady_timer>(rt_->session);
     std::weak_ptr<client_impl> weak = weak_from_this();
     // Runs the close on the C-call thread once, then reports back to the session thread.
-    auto finish = [weak, closer, timer, s](bool timed_out) {
+    auto make_finish = [weak, s](std::shared_ptr<session_closer> closer) {
+      return [weak, closer, s](bool timed_out) {
         auto self = weak.lock();
         if (!self || closer->closing.exchange(true)) return;
-        asio::post(self->rt_->c_calls, [weak, closer, timer, s, timed_out]() mutable {
-            if (closer->zh) zookeeper_close(closer->zh);
+        asio::post(self->rt_->c_calls, [weak, closer, s, timed_out]() mutable {
+            if (auto zh = closer->zh.exchange(nullptr)) zookeeper_close(zh);
             auto self = weak.lock();
             if (!self) return;
-            asio::post(self->rt_->session, [weak, closer, timer, s, timed_out]() mutable {
+            asio::post(self->rt_->session, [weak, closer, s, timed_out]() mutable {
                 auto self = weak.lock();
                 if (!self) return;
-                timer->cancel();
+                self->closer_timer_.cancel();
                 self->closing_given_up_ = false;
+                self->active_closer_.reset();
                 int outcome = closer->outcome;
                 if (outcome == ZOO_CONNECTED_STATE) {
                     log::write(log::level::info, "zkr::client: closed given-up session " + hex(s.id) + " on the server");
@@ -377,10 +386,16 @@ void client_impl::close_given_up(given_up_session s) {
                 self->close_given_up_sessions();
             });
         });
+      };
     };
-    closer->on_answer = [finish] { finish(false); };
+    auto finish = make_finish(closer);
+    active_closer_ = closer;  // close() closes its handle if the attempt is still running
+    // The closer must not own itself through its watcher's callback: a weak link back.
+    closer->on_answer = [make_finish, weak_closer = std::weak_ptr<session_closer>(closer)] {
+        if (auto c = weak_closer.lock()) make_finish(c)(false);
+    };
     auto wait = std::min(session_timeout(), std::chrono::milliseconds(5000));
-    asio::post(rt_->c_calls, [weak, closer, timer, s, finish, wait] {
+    asio::post(rt_->c_calls, [weak, closer, s, finish, wait] {
         auto self = weak.lock();
         if (!self) return;
         clientid_t id{};
@@ -391,15 +406,21 @@ void client_impl::close_given_up(given_up_session s) {
         zhandle_t* zh = zookeeper_init2(self->options_.connect.c_str(), &on_closer_event,
                                         static_cast<int>(self->options_.session_timeout.count()), &id, closer.get(), 0,
                                         &forward_c_client_log);
-        closer->zh = zh;
         if (!zh) return finish(true);
+        closer->zh = zh;
+        if (self->closed_) {  // close() may have missed it
+            if (auto mine = closer->zh.exchange(nullptr)) zookeeper_close(mine);
+            return;
+        }
         if (self->options_.auth) {
             std::string credentials = self->options_.auth->user + ":" + self->options_.auth->password;
             zoo_add_auth(zh, "digest", credentials.data(), static_cast<int>(credentials.size()), &on_auth_reply, nullptr);
         }
-        asio::post(self->rt_->session, [timer, finish, wait] {
-            timer->expires_after(wait);
-            timer->async_wait([finish](error_code ec) {
+        asio::post(self->rt_->session, [weak, finish, wait] {
+            auto self = weak.lock();
+            if (!self || self->closed_) return finish(true);
+            self->closer_timer_.expires_after(wait);
+            self->closer_timer_.async_wait([finish](error_code ec) {
                 if (!ec) finish(true);
             });
         });
@@ -412,7 +433,9 @@ void client_impl::close() {
     if (closed_.exchange(true)) return;
     zhandle_t* zh = nullptr;
     std::uint64_t closed_generation = 0;
+    std::shared_ptr<session_closer> closer;
     auto work = [&] {
+        closer = std::move(active_closer_);
         {
             std::unique_lock lock(handle_mutex_);
             zh = std::exchange(zh_, nullptr);
@@ -421,6 +444,7 @@ void client_impl::close() {
         lost_timer_.cancel();
         reopen_timer_.cancel();
         heartbeat_timer_.cancel();
+        closer_timer_.cancel();
         for (request* r : backing_off_) r->backoff->cancel();
         watches_.end_stale(0, true, make_error_code(errc::client_closed));
         fail_parked(make_error_code(errc::client_closed));
@@ -441,6 +465,10 @@ void client_impl::close() {
             done.set_value();
         });
         done.get_future().wait();
+    }
+    // A given-up session being closed: its handle is ours to close now.
+    if (closer) {
+        if (auto closer_zh = closer->zh.exchange(nullptr)) zookeeper_close(closer_zh);
     }
     // Closing ends the session on the server: its ephemeral nodes go now, not after a timeout.
     // Pending requests complete with ZCLOSING, mapped to client_closed.
