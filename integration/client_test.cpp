@@ -3,6 +3,7 @@
 #include "support/zk_cluster.hpp"
 #include "zkr/client.hpp"
 #include "zkr/log.hpp"
+#include "zkr/mutex.hpp"
 #include "zkr/path.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -10,6 +11,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/system_executor.hpp>
 #include <boost/asio/use_future.hpp>
 #include <catch2/catch.hpp>
 
@@ -411,4 +413,78 @@ TEST_CASE("log lines of the C client reach the sink, off its threads", "[client]
     CHECK(std::any_of(lines.begin(), lines.end(), [](const std::string& l) { return l.find("127.0.0.1:1") != std::string::npos; }));
     // One dispatcher thread, the same for every line.
     CHECK(std::all_of(threads.begin(), threads.end(), [&](auto id) { return id == threads.front(); }));
+}
+
+TEST_CASE("error_code forms of watched reads and exists; create_parents sync and async", "[client]") {
+    zkr::client c(test_options(test_connect_string()));
+    std::string base = zkr::test::unique_path("overloads");
+    zkr::error_code ec;
+    c.create_parents(base + "/a/b", zkr::create_mode::persistent, ec);
+    CHECK_FALSE(ec);
+    CHECK(c.exists(base + "/a/b", ec).exists);
+    CHECK_FALSE(ec);
+    CHECK_FALSE(c.exists(base + "/missing", ec).exists);  // no node is an answer
+    CHECK_FALSE(ec);
+    auto watched = c.exists(base + "/later", zkr::set_watch, ec);
+    CHECK_FALSE(ec);
+    CHECK(watched.watch.valid());
+    auto d = c.get_data(base + "/a", zkr::set_watch, ec);
+    CHECK_FALSE(ec);
+    CHECK(d.watch.valid());
+    c.get_data(base + "/missing", zkr::set_watch, ec);
+    CHECK(ec == errc::no_node);
+    auto kids = c.get_children(base + "/a", zkr::set_watch, ec);
+    CHECK_FALSE(ec);
+    CHECK(kids.children == std::vector<std::string>{"b"});
+    c.get_children(base + "/missing", zkr::set_watch, ec);
+    CHECK(ec == errc::no_node);
+    c.create(base + "/later");
+    CHECK(watched.watch.wait_for(5s).has_value());
+
+    c.async_create_parents(base + "/x/y/z", zkr::create_mode::container, asio::use_future).get();
+    CHECK(c.exists(base + "/x/y/z").exists);
+    // Existing nodes are fine; invalid paths and sequential modes are refused.
+    c.async_create_parents(base + "/x/y", zkr::create_mode::persistent, asio::use_future).get();
+    c.create_parents("bad//path", zkr::create_mode::persistent, ec);
+    CHECK(ec == errc::invalid_path);
+    CHECK_THROWS_AS(c.create_parents("bad//path"), zkr::system_error);
+}
+
+TEST_CASE("deferred operations run when launched, completing on the client's executor", "[client][async]") {
+    zkr::client c(test_options(test_connect_string()));
+    std::string base = zkr::test::unique_path("deferred");
+    c.create_parents(base);
+    auto op = c.async_create(base + "/n", "", zkr::create_mode::persistent);  // asio::deferred: nothing sent yet
+    std::this_thread::sleep_for(100ms);
+    CHECK_FALSE(c.exists(base + "/n").exists);
+    std::promise<bool> on_client_executor;
+    std::move(op)([&](zkr::error_code ec, zkr::create_result) {
+        CHECK_FALSE(ec);
+        auto ex = c.get_executor();
+        on_client_executor.set_value(ex.target<asio::io_context::executor_type>() &&
+                                     ex.target<asio::io_context::executor_type>()->running_in_this_thread());
+    });
+    CHECK(on_client_executor.get_future().get());
+    CHECK(c.exists(base + "/n").exists);
+}
+
+TEST_CASE("a lock used after its client is gone fails with client_closed, never worse", "[client][mutex]") {
+    std::string path = zkr::test::unique_path("orphan-lock");
+    auto c = std::make_unique<zkr::client>(test_options(test_connect_string()));
+    zkr::mutex m(*c, path);
+    auto hold = m.async_lock(asio::use_future).get();
+    c.reset();
+    CHECK(hold.state() == zkr::lock_state::lost);
+    hold.unlock();  // releases nothing: the session (and the node) went with the client
+    try {
+        m.lock();
+        FAIL("no client, no lock");
+    } catch (const zkr::system_error& e) {
+        CHECK(e.code() == errc::client_closed);
+    }
+    zkr::error_code ec;
+    CHECK_FALSE(m.try_lock(ec));
+    CHECK(ec == errc::client_closed);
+    CHECK_THROWS_AS(m.async_lock(asio::use_future).get(), zkr::system_error);
+    CHECK(m.state() == zkr::lock_state::not_held);
 }

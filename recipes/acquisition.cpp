@@ -7,38 +7,6 @@ namespace asio = boost::asio;
 
 namespace {
 
-// Creates `path` and its missing ancestors as container nodes (persistent where the server has
-// no containers), one after the other, then calls `done`.
-struct parents_maker : std::enable_shared_from_this<parents_maker> {
-    std::weak_ptr<client_impl> client;
-    std::vector<std::string> prefixes;
-    std::size_t next = 0;
-    create_mode mode = create_mode::container;
-    std::function<void(error_code)> done;
-
-    parents_maker(std::weak_ptr<client_impl> c, const std::string& path, std::function<void(error_code)> d)
-        : client(std::move(c)), done(std::move(d)) {
-        for (std::size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {
-            prefixes.push_back(slash == std::string::npos ? path : path.substr(0, slash));
-            if (slash == std::string::npos) break;
-        }
-    }
-    void step() {
-        if (next == prefixes.size()) return done({});
-        auto c = client.lock();
-        if (!c) return done(make_error_code(errc::client_closed));
-        c->create(prefixes[next], {}, mode, completion<create_result>([self = shared_from_this()](error_code ec, create_result) {
-                      if (ec == errc::unimplemented && self->mode == create_mode::container) {
-                          self->mode = create_mode::persistent;  // a server without containers
-                          return self->step();
-                      }
-                      if (ec && ec != errc::node_exists) return self->done(ec);
-                      ++self->next;
-                      self->step();
-                  }));
-    }
-};
-
 // The two replies of create_and_list, joined.
 struct create_and_list_replies {
     std::mutex mutex;
@@ -129,10 +97,9 @@ void acquisition::run(action a) {
             if constexpr (std::is_same_v<S, step::create_and_list>) {
                 send(s, *c);
             } else if constexpr (std::is_same_v<S, step::create_parents>) {
-                auto maker = std::make_shared<parents_maker>(client_, s.path, [self](error_code ec) {
+                c->create_parents(s.path, create_mode::container, completion<>(completion<>::inline_fn([self](error_code ec) {
                     self->feed([&](acquire_fsm& f) { return f.on_parents_created(ec); });
-                });
-                maker->step();
+                })));
             } else if constexpr (std::is_same_v<S, step::list>) {
                 c->get_children(s.path, false, completion<children_result>([self](error_code ec, children_result r) {
                     self->feed([&](acquire_fsm& f) { return f.on_listed(ec, r.children, self->session()); });

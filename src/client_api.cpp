@@ -87,6 +87,14 @@ exists_result client::exists(std::string path) {
 exists_result client::exists(std::string path, set_watch_t) {
     return blocking_read<exists_result>([&](auto done) { impl_->exists(path, true, std::move(done)); }, "exists", path);
 }
+exists_result client::exists(std::string path, zkr::error_code& ec) {
+    auto [r] = run_blocking<exists_result>([&](auto done) { impl_->exists(std::move(path), false, std::move(done)); }, ec);
+    return std::move(r);
+}
+exists_result client::exists(std::string path, set_watch_t, zkr::error_code& ec) {
+    auto [r] = run_blocking<exists_result>([&](auto done) { impl_->exists(std::move(path), true, std::move(done)); }, ec);
+    return std::move(r);
+}
 
 data_result client::get_data(std::string path) {
     return blocking_read<data_result>([&](auto done) { impl_->get_data(path, false, std::move(done)); }, "get_data", path);
@@ -96,6 +104,10 @@ data_result client::get_data(std::string path, set_watch_t) {
 }
 data_result client::get_data(std::string path, zkr::error_code& ec) {
     auto [r] = run_blocking<data_result>([&](auto done) { impl_->get_data(std::move(path), false, std::move(done)); }, ec);
+    return std::move(r);
+}
+data_result client::get_data(std::string path, set_watch_t, zkr::error_code& ec) {
+    auto [r] = run_blocking<data_result>([&](auto done) { impl_->get_data(std::move(path), true, std::move(done)); }, ec);
     return std::move(r);
 }
 
@@ -124,6 +136,11 @@ children_result client::get_children(std::string path, zkr::error_code& ec) {
         [&](auto done) { impl_->get_children(std::move(path), false, std::move(done)); }, ec);
     return std::move(r);
 }
+children_result client::get_children(std::string path, set_watch_t, zkr::error_code& ec) {
+    auto [r] = run_blocking<children_result>(
+        [&](auto done) { impl_->get_children(std::move(path), true, std::move(done)); }, ec);
+    return std::move(r);
+}
 
 std::vector<multi_op_result> client::multi(std::vector<multi_op> ops, zkr::error_code& ec) {
     auto [r] = run_blocking<std::vector<multi_op_result>>(
@@ -137,15 +154,13 @@ std::vector<multi_op_result> client::multi(std::vector<multi_op> ops) {
     return r;
 }
 
+void client::create_parents(const std::string& path, create_mode parents_mode, zkr::error_code& ec) {
+    run_blocking<>([&](auto done) { impl_->create_parents(path, parents_mode, std::move(done)); }, ec);
+}
 void client::create_parents(const std::string& path, create_mode parents_mode) {
-    validate_path(path);
-    for (std::size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {
-        std::string prefix = slash == std::string::npos ? path : path.substr(0, slash);
-        zkr::error_code ec;
-        create(prefix, {}, parents_mode, ec);
-        if (ec && ec != errc::node_exists) throw_error(ec, "create_parents", prefix);
-        if (slash == std::string::npos) break;
-    }
+    zkr::error_code ec;
+    create_parents(path, parents_mode, ec);
+    if (ec) throw_error(ec, "create_parents", path);
 }
 
 // ---------------------------------------------------------------- watch

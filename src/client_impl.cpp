@@ -343,6 +343,50 @@ void client_impl::multi(std::vector<multi_op> ops, completion<std::vector<multi_
     submit(make_multi(*this, std::move(ops), std::move(done)));
 }
 
+namespace {
+
+// Creates `path` and its missing ancestors one after the other; a container falls back to a
+// persistent node on a server without containers.
+struct parents_maker : std::enable_shared_from_this<parents_maker> {
+    std::weak_ptr<client_impl> client;
+    std::vector<std::string> prefixes;
+    std::size_t next = 0;
+    create_mode mode;
+    completion<> done;
+
+    parents_maker(std::weak_ptr<client_impl> c, const std::string& path, create_mode m, completion<> d)
+        : client(std::move(c)), mode(m), done(std::move(d)) {
+        for (std::size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {
+            prefixes.push_back(slash == std::string::npos ? path : path.substr(0, slash));
+            if (slash == std::string::npos) break;
+        }
+    }
+    void step() {
+        if (next == prefixes.size()) return done({});
+        auto c = client.lock();
+        if (!c) return done(make_error_code(errc::client_closed));
+        c->create(prefixes[next], {}, mode, completion<create_result>(completion<create_result>::inline_fn(
+                                                [self = shared_from_this()](error_code ec, create_result) {
+                                                    if (ec == errc::unimplemented && self->mode == create_mode::container) {
+                                                        self->mode = create_mode::persistent;
+                                                        return self->step();
+                                                    }
+                                                    if (ec && ec != errc::node_exists) return self->done(ec);
+                                                    ++self->next;
+                                                    self->step();
+                                                })));
+    }
+};
+
+}  // namespace
+
+void client_impl::create_parents(std::string path, create_mode mode, completion<> done) {
+    if (!path_problem(path).empty()) return done(make_error_code(errc::invalid_path));
+    if (is_sequential(mode)) return done(make_error_code(errc::bad_arguments));
+    if (path == "/") return done({});
+    std::make_shared<parents_maker>(weak_from_this(), path, mode, std::move(done))->step();
+}
+
 void client_impl::remove_watch(std::shared_ptr<watch_state> ws, completion<> done) {
     {
         std::lock_guard lock(ws->mutex);
@@ -410,6 +454,10 @@ void start_wait_connected(client_impl& c, empty_handler h) {
 }
 void start_next_state(client_impl& c, state_handler h) {
     c.next_state_async(completion<connection_state>(std::move(h), c.executor()));
+}
+
+void start_create_parents(client_impl& c, std::string path, create_mode mode, empty_handler h) {
+    c.create_parents(std::move(path), mode, completion<>(std::move(h), c.executor()));
 }
 
 void start_watch_remove(const std::shared_ptr<watch_state>& state, void_handler handler) {

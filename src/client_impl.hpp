@@ -129,6 +129,9 @@ public:
     void set_data(std::string path, std::string data, std::int32_t version, completion<zkr::stat> done);
     void get_children(std::string path, bool watch, completion<children_result> done);
     void multi(std::vector<multi_op> ops, completion<std::vector<multi_op_result>> done);
+    /// Creates `path` and its missing ancestors (containers fall back to persistent nodes on a
+    /// server without them); an existing node is fine.
+    void create_parents(std::string path, create_mode mode, completion<> done);
     void remove_watch(std::shared_ptr<watch_state> ws, completion<> done);
     /// Ends `ws` at the C client only (the server's watch, if any, is left to its connection).
     void drop_watch_locally(watch_state& ws);

@@ -1,6 +1,7 @@
 // zkr::client — one ZooKeeper session, kept alive and renewed, with retried operations.
 #pragma once
 
+#include "zkr/detail/initiation.hpp"
 #include "zkr/error.hpp"
 #include "zkr/retry.hpp"
 #include "zkr/types.hpp"
@@ -66,6 +67,7 @@ void start_get_children(client_impl&, std::string path, bool watch, handler<chil
 void start_multi(client_impl&, std::vector<multi_op> ops, handler<std::vector<multi_op_result>>);
 void start_wait_connected(client_impl&, empty_handler);
 void start_next_state(client_impl&, state_handler);
+void start_create_parents(client_impl&, std::string path, create_mode, empty_handler);
 
 template <class T>
 concept completion_token_not_watch = !std::is_same_v<std::decay_t<T>, set_watch_t>;
@@ -99,20 +101,26 @@ private:
 ///
 /// Async operations: the handler signature is given per operation, its error a
 /// zkr::error_code holding zkr::errc values (Asio's use_future and use_awaitable throw it as
-/// zkr::system_error, the same type the blocking forms throw). The handler runs on its associated
-/// executor, by default the client's (see client_options::executor), never on the ZooKeeper C
-/// client's threads. Idempotent operations are retried under the retry policy on connection
-/// loss, operation timeout, session moved, throttling and session expiry.
+/// zkr::system_error, the same type the blocking forms throw). The handler runs on its
+/// associated executor, by default the client's (see client_options::executor) — never on the
+/// ZooKeeper C client's threads nor on zkr's session thread. Idempotent operations are retried
+/// under the retry policy on connection loss, operation timeout, session moved, throttling and
+/// session expiry; sequential creates never are. Requests are not cancellable: each completes
+/// when the server answers or the retry policy gives up (see docs/failure-semantics.md). The
+/// client must outlive the operation's start; an operation started on a closed client
+/// completes with errc::client_closed.
 /// Blocking forms throw zkr::system_error; the forms taking zkr::error_code& report instead.
-/// Blocking forms may be called from any thread, including the client's executor.
+/// Blocking forms may be called from any thread, including inside completion handlers.
 class client {
 public:
     using executor_type = boost::asio::any_io_executor;
 
     /// Validates the options (std::invalid_argument naming the bad one) and starts connecting.
+    /// Host names that do not resolve are not an error here: they are retried, and
+    /// wait_connected() names DNS as the cause if no session comes.
     explicit client(client_options options);
     /// Closes the session (its ephemeral nodes go at once) and completes every pending
-    /// operation with errc::client_closed.
+    /// operation with errc::client_closed. Safe inside one of the client's own handlers.
     ~client();
     client(const client&) = delete;
     client& operator=(const client&) = delete;
@@ -123,9 +131,11 @@ public:
     /// Same as the destructor, but the object stays usable for queries; idempotent.
     void close();
 
+    /// The state, live: a connection the C client already knows to be down reads `suspended`
+    /// (or `lost`) before the event reaches the listeners.
     connection_state state() const;
     bool is_connected() const;
-    /// Current session id; 0 before the first session is established.
+    /// Current session id; 0 before the first session is established and between sessions.
     std::int64_t session_id() const;
     /// The session timeout the server granted (the requested one before connecting).
     std::chrono::milliseconds session_timeout() const;
@@ -133,34 +143,37 @@ public:
     std::uint64_t session_count() const;
 
     /// Blocks until connected. Throws zkr::system_error(errc::connect_timeout) naming the
-    /// connect string after `timeout`, or errc::client_closed.
+    /// connect string (and DNS, when its host names do not resolve) after `timeout`, or
+    /// errc::client_closed.
     void wait_connected(std::chrono::milliseconds timeout);
     void wait_connected() { wait_connected(options().connection_timeout); }
 
     /// Calls `listener` with every state change, in order, on the client's executor.
     subscription on_state_change(std::function<void(connection_state)> listener);
 
-    /// Completes at once if connected, else with the next connection. Handler: void(error_code).
+    /// Completes at once if connected, else with the next connection; errc::client_closed when
+    /// the client closes first. Handler: void(error_code). Not cancellable.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_wait_connected(CompletionToken&& token = {}) {
-        return boost::asio::async_initiate<CompletionToken, void(error_code)>(
-            [this](auto h) { detail::start_wait_connected(*impl_, std::move(h)); }, token);
+        return start<void(error_code)>(token, [](auto h, auto& c) { detail::start_wait_connected(c, std::move(h)); });
     }
     /// Completes with the next state change. Handler: void(error_code, connection_state).
+    /// Not cancellable; ends with errc::client_closed.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_next_state(CompletionToken&& token = {}) {
-        return boost::asio::async_initiate<CompletionToken, void(error_code, connection_state)>(
-            [this](auto h) { detail::start_next_state(*impl_, std::move(h)); }, token);
+        return start<void(error_code, connection_state)>(
+            token, [](auto h, auto& c) { detail::start_next_state(c, std::move(h)); });
     }
 
     // --- create. Handler: void(error_code, zkr::create_result) ---
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_create(std::string path, std::string data, create_mode mode, CompletionToken&& token = {}) {
-        return boost::asio::async_initiate<CompletionToken, void(error_code, create_result)>(
-            [this](auto h, std::string p, std::string d, create_mode m) {
-                detail::start_create(*impl_, std::move(p), std::move(d), m, std::move(h));
+        return start<void(error_code, create_result)>(
+            token,
+            [](auto h, auto& c, std::string p, std::string d, create_mode m) {
+                detail::start_create(c, std::move(p), std::move(d), m, std::move(h));
             },
-            token, std::move(path), std::move(data), mode);
+            std::move(path), std::move(data), mode);
     }
     create_result create(std::string path, std::string data = {}, create_mode mode = create_mode::persistent);
     create_result create(std::string path, std::string data, create_mode mode, zkr::error_code& ec);
@@ -168,9 +181,9 @@ public:
     // --- remove (ZooKeeper's delete). Handler: void(error_code) ---
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_remove(std::string path, std::int32_t version, CompletionToken&& token = {}) {
-        return boost::asio::async_initiate<CompletionToken, void(error_code)>(
-            [this](auto h, std::string p, std::int32_t v) { detail::start_remove(*impl_, std::move(p), v, std::move(h)); },
-            token, std::move(path), version);
+        return start<void(error_code)>(
+            token, [](auto h, auto& c, std::string p, std::int32_t v) { detail::start_remove(c, std::move(p), v, std::move(h)); },
+            std::move(path), version);
     }
     void remove(std::string path, std::int32_t version = any_version);
     void remove(std::string path, std::int32_t version, zkr::error_code& ec);
@@ -186,6 +199,8 @@ public:
     }
     exists_result exists(std::string path);
     exists_result exists(std::string path, set_watch_t);
+    exists_result exists(std::string path, zkr::error_code& ec);
+    exists_result exists(std::string path, set_watch_t, zkr::error_code& ec);
 
     // --- get_data. Handler: void(error_code, zkr::data_result) ---
     template <detail::completion_token_not_watch CompletionToken = boost::asio::deferred_t>
@@ -199,15 +214,17 @@ public:
     data_result get_data(std::string path);
     data_result get_data(std::string path, set_watch_t);
     data_result get_data(std::string path, zkr::error_code& ec);
+    data_result get_data(std::string path, set_watch_t, zkr::error_code& ec);
 
     // --- set_data. Handler: void(error_code, zkr::stat) ---
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_set_data(std::string path, std::string data, std::int32_t version, CompletionToken&& token = {}) {
-        return boost::asio::async_initiate<CompletionToken, void(error_code, zkr::stat)>(
-            [this](auto h, std::string p, std::string d, std::int32_t v) {
-                detail::start_set_data(*impl_, std::move(p), std::move(d), v, std::move(h));
+        return start<void(error_code, zkr::stat)>(
+            token,
+            [](auto h, auto& c, std::string p, std::string d, std::int32_t v) {
+                detail::start_set_data(c, std::move(p), std::move(d), v, std::move(h));
             },
-            token, std::move(path), std::move(data), version);
+            std::move(path), std::move(data), version);
     }
     zkr::stat set_data(std::string path, std::string data, std::int32_t version = any_version);
     zkr::stat set_data(std::string path, std::string data, std::int32_t version, zkr::error_code& ec);
@@ -226,28 +243,49 @@ public:
     children_result get_children(std::string path);
     children_result get_children(std::string path, set_watch_t);
     children_result get_children(std::string path, zkr::error_code& ec);
+    children_result get_children(std::string path, set_watch_t, zkr::error_code& ec);
 
     // --- multi (all or nothing). Handler: void(error_code, std::vector<zkr::multi_op_result>);
     // on failure the error is the first failing op's and the results say which one ---
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_multi(std::vector<multi_op> ops, CompletionToken&& token = {}) {
-        return boost::asio::async_initiate<CompletionToken, void(error_code, std::vector<multi_op_result>)>(
-            [this](auto h, std::vector<multi_op> o) { detail::start_multi(*impl_, std::move(o), std::move(h)); }, token,
+        return start<void(error_code, std::vector<multi_op_result>)>(
+            token, [](auto h, auto& c, std::vector<multi_op> o) { detail::start_multi(c, std::move(o), std::move(h)); },
             std::move(ops));
     }
     std::vector<multi_op_result> multi(std::vector<multi_op> ops);
     std::vector<multi_op_result> multi(std::vector<multi_op> ops, zkr::error_code& ec);
 
-    /// Creates `path` and any missing parents as persistent nodes (or containers); an existing
-    /// node is fine. Blocking.
+    // --- create_parents: `path` and any missing ancestors, as persistent nodes (or containers);
+    // an existing node is fine. Handler: void(error_code). Not cancellable. ---
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_create_parents(std::string path, create_mode parents_mode, CompletionToken&& token = {}) {
+        return start<void(error_code)>(
+            token,
+            [](auto h, auto& c, std::string p, create_mode m) { detail::start_create_parents(c, std::move(p), m, std::move(h)); },
+            std::move(path), parents_mode);
+    }
     void create_parents(const std::string& path, create_mode parents_mode = create_mode::persistent);
+    void create_parents(const std::string& path, create_mode parents_mode, zkr::error_code& ec);
 
 private:
     friend struct detail::client_access;
+
+    // One initiation for every operation: it holds the session layer (an operation launched
+    // after the client is gone completes with client_closed) and tells Asio the executor.
+    template <class Signature, class CompletionToken, class Start, class... Args>
+    auto start(CompletionToken& token, Start start_fn, Args&&... args) {
+        return boost::asio::async_initiate<CompletionToken, Signature>(
+            detail::initiation{get_executor(),
+                               [impl = impl_, start_fn](auto handler, auto&&... a) {
+                                   start_fn(std::move(handler), *impl, std::forward<decltype(a)>(a)...);
+                               }},
+            token, std::forward<Args>(args)...);
+    }
     template <class Result, class Start, class CompletionToken>
-    auto async_read(Start start, std::string path, bool watch, CompletionToken&& token) {
-        return boost::asio::async_initiate<CompletionToken, void(error_code, Result)>(
-            [this, start](auto h, std::string p, bool w) { start(*impl_, std::move(p), w, std::move(h)); }, token,
+    auto async_read(Start start_fn, std::string path, bool watch, CompletionToken&& token) {
+        return start<void(error_code, Result)>(
+            token, [start_fn](auto h, auto& c, std::string p, bool w) { start_fn(c, std::move(p), w, std::move(h)); },
             std::move(path), watch);
     }
 

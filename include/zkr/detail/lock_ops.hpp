@@ -3,6 +3,7 @@
 #pragma once
 
 #include "zkr/client.hpp"
+#include "zkr/detail/initiation.hpp"
 #include "zkr/lock_types.hpp"
 
 #include <boost/asio/any_completion_handler.hpp>
@@ -73,22 +74,6 @@ const std::string& hold_node_path(const hold& h) noexcept;
 const std::string& hold_lock_path(const hold& h) noexcept;
 bool hold_is_shared(const hold& h) noexcept;
 boost::asio::any_io_executor engine_executor(const lock_engine& e);
-
-/// An initiation that tells Asio where its operation completes, for completion tokens and
-/// adapters that ask (deferred operations, cancellation adapters).
-template <class Start>
-struct initiation {
-    using executor_type = boost::asio::any_io_executor;
-    executor_type executor;
-    Start start;
-    executor_type get_executor() const noexcept { return executor; }
-    template <class Handler, class... Args>
-    void operator()(Handler&& handler, Args&&... args) const {
-        start(std::forward<Handler>(handler), std::forward<Args>(args)...);
-    }
-};
-template <class Start>
-initiation(boost::asio::any_io_executor, Start) -> initiation<Start>;
 
 template <class Clock, class Duration>
 std::chrono::steady_clock::time_point to_steady(const std::chrono::time_point<Clock, Duration>& t) {
