@@ -64,6 +64,11 @@ void child_process::write_line(const std::string& line) {
     if (::write(in_, l.data(), l.size()) != static_cast<ssize_t>(l.size())) throw std::runtime_error("write to child failed");
 }
 
+void child_process::close_input() {
+    if (in_ >= 0) close(in_);
+    in_ = -1;
+}
+
 int child_process::wait(std::chrono::milliseconds timeout) {
     auto deadline = std::chrono::steady_clock::now() + timeout;
     while (!exited_) {

@@ -20,6 +20,8 @@ public:
     /// The next line of its stdout, or nullopt on end of file or after `timeout`.
     std::optional<std::string> read_line(std::chrono::milliseconds timeout = std::chrono::seconds(30));
     void write_line(const std::string& line);
+    /// Closes its stdin (end of file: "finish now").
+    void close_input();
     /// Waits for it to exit; returns its exit code (-1 if it did not exit in time or was signalled).
     int wait(std::chrono::milliseconds timeout = std::chrono::seconds(60));
     pid_t pid() const { return pid_; }

@@ -1,0 +1,475 @@
+// The chaos soak: K worker processes x T threads contend on a mutex and a read/write lock on a
+// 3-server ensemble while faults are injected at random (the seed is printed). Every holder writes
+// to a fenced resource — the fence here — which refuses a token lower than one it has seen; each
+// write says the writer's lease end (valid_until), so the fence can tell a holder that still
+// believed itself the holder from a stale one.
+//
+// Usage: zkr_chaos [--duration S] [--workers K] [--threads T] [--session-ms MS] [--seed N]
+//                  [--report FILE] [--fault-every-ms MS]
+// Exit status 0 when every check holds (see the end of main), 1 otherwise.
+#include "support/child_process.hpp"
+#include "support/fault_proxy.hpp"
+#include "support/session_tools.hpp"
+#include "support/zk_cluster.hpp"
+#include "zkr/client.hpp"
+#include "zkr/log.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+long long now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now().time_since_epoch()).count();
+}
+
+// ---------------------------------------------------------------- the fence
+
+struct tally {
+    long faults = 0, holds = 0, writes = 0, fenced = 0, refused_while_held = 0, overlaps = 0, probes = 0;
+};
+
+class fence {
+public:
+    fence() {
+        listener_ = socket(AF_INET, SOCK_STREAM, 0);
+        int one = 1;
+        setsockopt(listener_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || listen(listener_, 64) != 0)
+            throw std::runtime_error("fence: cannot listen");
+        socklen_t len = sizeof addr;
+        getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len);
+        port_ = ntohs(addr.sin_port);
+        acceptor_ = std::thread([this] { accept_loop(); });
+    }
+    ~fence() {
+        stopping_ = true;
+        shutdown(listener_, SHUT_RDWR);
+        close(listener_);
+        acceptor_.join();
+        std::lock_guard lock(mutex_);
+        for (int fd : connections_) shutdown(fd, SHUT_RDWR);
+        for (auto& t : readers_) t.detach();  // they end with their sockets
+    }
+    int port() const { return port_; }
+
+    void set_label(const std::string& label) {
+        std::lock_guard lock(mutex_);
+        label_ = label;
+        ++tallies_[label].faults;
+    }
+    std::map<std::string, tally> tallies() {
+        std::lock_guard lock(mutex_);
+        return tallies_;
+    }
+    std::vector<std::string> problems() {
+        std::lock_guard lock(mutex_);
+        return problems_;
+    }
+    /// A worker that holds something now (by the fence's view), or -1.
+    int some_holder(std::mt19937_64& random) {
+        std::lock_guard lock(mutex_);
+        std::vector<int> ids;
+        long long now = now_ns();
+        for (auto& [key, h] : active_) {
+            if (h.valid_until > now) ids.push_back(h.worker);
+        }
+        if (ids.empty()) return -1;
+        return ids[std::uniform_int_distribution<std::size_t>(0, ids.size() - 1)(random)];
+    }
+
+private:
+    struct holder {
+        std::string resource, kind;
+        long long token = 0, valid_until = 0;
+        int worker = 0, thread = 0;
+    };
+
+    void accept_loop() {
+        while (!stopping_) {
+            int fd = accept(listener_, nullptr, nullptr);
+            if (fd < 0) {
+                if (stopping_) return;
+                continue;
+            }
+            std::lock_guard lock(mutex_);
+            connections_.push_back(fd);
+            readers_.emplace_back([this, fd] { serve(fd); });
+        }
+    }
+
+    void serve(int fd) {
+        std::string buffer;
+        char chunk[512];
+        for (;;) {
+            ssize_t n = read(fd, chunk, sizeof chunk);
+            if (n <= 0) break;
+            buffer.append(chunk, static_cast<std::size_t>(n));
+            std::size_t nl;
+            while ((nl = buffer.find('\n')) != std::string::npos) {
+                std::string line = buffer.substr(0, nl);
+                buffer.erase(0, nl + 1);
+                std::string reply = handle(line) ? "OK\n" : "NO\n";
+                if (write(fd, reply.data(), reply.size()) < 0) break;
+            }
+        }
+        close(fd);
+    }
+
+    static bool conflicts(const holder& a, const holder& b) {
+        if (a.resource != b.resource) return false;
+        if (a.resource == "m") return true;
+        return a.kind == "w" || b.kind == "w";
+    }
+
+    // Called with a message; true: accepted.
+    bool handle(const std::string& line) {
+        std::istringstream in(line);
+        std::string type;
+        holder h;
+        in >> type >> h.resource >> h.kind >> h.token >> h.valid_until >> h.worker >> h.thread;
+        long long now = now_ns();
+        std::lock_guard lock(mutex_);
+        auto& t = tallies_[label_];
+        std::string key = std::to_string(h.worker) + "/" + std::to_string(h.thread) + "/" + h.resource + "/" + h.kind;
+        if (type == "X") {
+            active_.erase(key);
+            return true;
+        }
+        if (type == "E" || type == "W") {
+            // Two holders that both believed, within their leases, that they held: an overlap.
+            for (auto& [other_key, o] : active_) {
+                if (other_key == key || !conflicts(o, h) || o.valid_until <= now) continue;
+                if (o.token == h.token) continue;
+                std::string pair = std::to_string(std::min(o.token, h.token)) + "/" + std::to_string(std::max(o.token, h.token));
+                if (overlap_pairs_.insert(pair).second) {
+                    ++t.overlaps;
+                    problems_.push_back("overlap: " + key + " (token " + std::to_string(h.token) + ") and " + other_key +
+                                        " (token " + std::to_string(o.token) + ")");
+                }
+            }
+            active_[key] = h;
+            if (type == "E") {
+                ++t.holds;
+                return true;
+            }
+        }
+        // A write, or the probe of a holder that found its hold lost.
+        bool accepted;
+        auto& seen = max_seen_[h.resource];
+        if (h.kind == "r") {
+            accepted = h.token >= max_write_[h.resource];
+        } else {
+            accepted = h.token >= seen;
+        }
+        if (accepted) {
+            seen = std::max(seen, h.token);
+            if (h.kind != "r") max_write_[h.resource] = std::max(max_write_[h.resource], h.token);
+        }
+        if (type == "P") {
+            ++t.probes;
+            if (!accepted) ++t.fenced;
+            return accepted;
+        }
+        ++t.writes;
+        if (!accepted) {
+            if (now <= h.valid_until) {
+                ++t.refused_while_held;
+                problems_.push_back("refused while held: " + key + " token " + std::to_string(h.token) + " < " +
+                                    std::to_string(h.kind == "r" ? max_write_[h.resource] : seen));
+            } else {
+                ++t.fenced;  // it checked state() in time but its write came after its lease: fenced off
+            }
+        }
+        return accepted;
+    }
+
+    int listener_ = -1, port_ = 0;
+    std::atomic<bool> stopping_{false};
+    std::thread acceptor_;
+    std::mutex mutex_;
+    std::vector<int> connections_;
+    std::vector<std::thread> readers_;
+    std::string label_ = "no fault";
+    std::map<std::string, tally> tallies_;
+    std::map<std::string, holder> active_;
+    std::map<std::string, long long> max_seen_, max_write_;
+    std::set<std::string> overlap_pairs_;
+    std::vector<std::string> problems_;
+};
+
+// ---------------------------------------------------------------- workers
+
+struct worker {
+    int id = 0;
+    std::vector<std::unique_ptr<zkr::test::fault_proxy>> proxies;
+    std::unique_ptr<zkr::test::child_process> process;
+    std::thread reader;
+    std::mutex mutex;
+    std::vector<std::pair<long long, long long>> frozen;  // [from, to] ns
+    std::vector<std::string> overrun_lines;
+    std::vector<std::pair<long long, long>> rss;  // (ns, kB)
+    std::string stats;
+    bool killed = false;
+    std::atomic<bool> done{false};
+};
+
+std::string arg(int argc, char** argv, const std::string& name, const std::string& fallback) {
+    for (int i = 1; i + 1 < argc; ++i) {
+        if (argv[i] == name) return argv[i + 1];
+    }
+    return fallback;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    int duration_s = std::stoi(arg(argc, argv, "--duration", "60"));
+    int worker_count = std::stoi(arg(argc, argv, "--workers", "3"));
+    int threads = std::stoi(arg(argc, argv, "--threads", "3"));
+    int session_ms = std::stoi(arg(argc, argv, "--session-ms", "2000"));
+    int fault_every_ms = std::stoi(arg(argc, argv, "--fault-every-ms", "4000"));
+    std::uint64_t seed = std::stoull(arg(argc, argv, "--seed", std::to_string(std::random_device{}())));
+    std::string report_path = arg(argc, argv, "--report", "");
+    std::printf("zkr chaos soak: %d s, %d processes x %d threads, session timeout %d ms, seed %llu\n", duration_s,
+                worker_count, threads, session_ms, static_cast<unsigned long long>(seed));
+    std::fflush(stdout);
+    std::mt19937_64 random(seed);
+    auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(random); };
+    zkr::log::set_threshold(zkr::log::level::error);
+
+    zkr::test::zk_cluster cluster(3);
+    fence the_fence;
+    std::vector<std::unique_ptr<worker>> workers;
+    int next_id = 0;
+    auto spawn = [&] {
+        auto w = std::make_unique<worker>();
+        w->id = next_id++;
+        std::string connect;
+        for (int i = 1; i <= 3; ++i) {
+            w->proxies.push_back(std::make_unique<zkr::test::fault_proxy>(cluster.server_address(i)));
+            connect += (i > 1 ? "," : "") + w->proxies.back()->address();
+        }
+        std::ostringstream command;
+        command << "exec " << ZKR_CHAOS_WORKER_BIN << " " << w->id << " " << connect << " " << session_ms << " "
+                << threads << " " << the_fence.port() << " " << seed + static_cast<std::uint64_t>(w->id);
+        w->process = std::make_unique<zkr::test::child_process>(command.str());
+        auto ready = w->process->read_line(60s);
+        if (!ready || *ready != "ready") throw std::runtime_error("a worker did not start");
+        worker* raw = w.get();
+        w->reader = std::thread([raw] {
+            while (auto line = raw->process->read_line(std::chrono::hours(24))) {
+                std::lock_guard lock(raw->mutex);
+                if (line->rfind("call ", 0) == 0) raw->overrun_lines.push_back(*line);
+                else if (line->rfind("rss ", 0) == 0) raw->rss.emplace_back(now_ns(), std::stol(line->substr(4)));
+                else if (line->rfind("stats ", 0) == 0) raw->stats = *line;
+                else std::fprintf(stderr, "worker %d: %s\n", raw->id, line->c_str());
+            }
+            raw->done = true;
+        });
+        workers.push_back(std::move(w));
+    };
+    for (int i = 0; i < worker_count; ++i) spawn();
+
+    // Worker 0 is never killed: it lives the whole run, so its memory tells whether the client leaks.
+    auto live_worker = [&](int preferred, bool to_kill) -> worker* {
+        for (auto& w : workers) {
+            if (w->id == preferred && !w->killed && !(to_kill && w->id == 0)) return w.get();
+        }
+        std::vector<worker*> live;
+        for (auto& w : workers) {
+            if (!w->killed && !(to_kill && w->id == 0)) live.push_back(w.get());
+        }
+        return live[static_cast<std::size_t>(pick(0, static_cast<int>(live.size()) - 1))];
+    };
+
+    // Every kind of fault in turn, in an order shuffled by the seed.
+    const std::vector<std::string> kinds = {"leader kill -9", "leader SIGSTOP", "quorum lost < T", "holder frozen > T",
+                                            "holder partitioned > T", "holder killed"};
+    std::vector<std::string> order;
+    auto start = clock_type::now();
+    auto end = start + std::chrono::seconds(duration_s);
+    std::this_thread::sleep_for(3s);  // some holds with no fault first
+    while (clock_type::now() + 5s < end) {
+        if (order.empty()) {
+            order = kinds;
+            std::shuffle(order.begin(), order.end(), random);
+        }
+        std::string kind = order.back();
+        order.pop_back();
+        the_fence.set_label(kind);
+        std::printf("%6.1f s  %s\n", std::chrono::duration<double>(clock_type::now() - start).count(), kind.c_str());
+        std::fflush(stdout);
+        auto T = std::chrono::milliseconds(session_ms);
+        try {
+            if (kind == "leader kill -9") {
+                int leader = cluster.wait_for_leader(20s);
+                cluster.kill_server(leader, SIGKILL);
+                std::this_thread::sleep_for(std::chrono::milliseconds(pick(500, 2000)));
+                cluster.start_server(leader);
+            } else if (kind == "leader SIGSTOP") {
+                int leader = cluster.wait_for_leader(20s);
+                cluster.pause_server(leader);
+                std::this_thread::sleep_for(std::chrono::milliseconds(pick(session_ms / 2, session_ms * 2)));
+                cluster.resume_server(leader);
+            } else if (kind == "quorum lost < T") {
+                int a = cluster.wait_for_leader(20s), b = a % 3 + 1;
+                cluster.pause_server(a);
+                cluster.pause_server(b);
+                std::this_thread::sleep_for(T * 6 / 10);
+                cluster.resume_server(a);
+                cluster.resume_server(b);
+            } else if (kind == "holder frozen > T") {
+                worker* w = live_worker(the_fence.some_holder(random), false);
+                long long from = now_ns();
+                kill(w->process->pid(), SIGSTOP);
+                std::this_thread::sleep_for(T + std::chrono::milliseconds(pick(1000, 2000)));
+                kill(w->process->pid(), SIGCONT);
+                std::lock_guard lock(w->mutex);
+                w->frozen.emplace_back(from, now_ns());
+            } else if (kind == "holder partitioned > T") {
+                worker* w = live_worker(the_fence.some_holder(random), false);
+                for (auto& p : w->proxies) p->blackhole(true);
+                std::this_thread::sleep_for(T + std::chrono::milliseconds(pick(1000, 3000)));
+                for (auto& p : w->proxies) p->blackhole(false);
+            } else if (kind == "holder killed") {
+                worker* w = live_worker(the_fence.some_holder(random), true);
+                w->killed = true;
+                kill(w->process->pid(), SIGKILL);
+                std::this_thread::sleep_for(1s);
+                spawn();
+            }
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "fault %s: %s\n", kind.c_str(), e.what());
+        }
+        auto pause = std::chrono::milliseconds(pick(fault_every_ms / 2, fault_every_ms * 3 / 2));
+        if (clock_type::now() + pause + 5s < end) std::this_thread::sleep_for(pause);
+        else break;
+    }
+    the_fence.set_label("no fault");
+    std::this_thread::sleep_for(3s);  // the ensemble and every worker settle
+
+    // Everyone is told to finish, and must.
+    int hung = 0;
+    for (auto& w : workers) {
+        if (!w->killed) w->process->close_input();
+    }
+    for (auto& w : workers) {
+        if (w->killed) {
+            w->process->wait(5s);
+        } else if (w->process->wait(20s) != 0) {
+            ++hung;
+            std::fprintf(stderr, "worker %d did not finish when told\n", w->id);
+        }
+        if (w->reader.joinable()) w->reader.join();
+    }
+
+    // Nothing left once the sessions end (killed workers' sessions expire on their own).
+    std::size_t nodes_left = 0;
+    {
+        zkr::client_options o;
+        o.connect = cluster.connect_string();
+        zkr::client observer(o);
+        observer.wait_connected(30s);
+        zkr::test::eventually(
+            [&] {
+                nodes_left = zkr::test::queue_length(observer, "/chaos/m") + zkr::test::queue_length(observer, "/chaos/rw");
+                return nodes_left == 0;
+            },
+            std::chrono::milliseconds(3 * session_ms + 5000));
+    }
+
+    // Timed calls past their deadline + 1 s, not counting time their process was frozen.
+    long overruns = 0;
+    for (auto& w : workers) {
+        for (auto& line : w->overrun_lines) {
+            std::istringstream in(line);
+            std::string word;
+            long long from = 0, to = 0, deadline_ms = 0;
+            in >> word >> from >> to >> deadline_ms;
+            long long frozen = 0;
+            for (auto [a, b] : w->frozen) frozen += std::max(0LL, std::min(to, b) - std::max(from, a));
+            long long took_ms = (to - from - frozen) / 1'000'000;
+            if (took_ms > deadline_ms + 1000) {
+                ++overruns;
+                std::fprintf(stderr, "worker %d: a try_lock_for(%lld ms) took %lld ms\n", w->id, deadline_ms, took_ms);
+            }
+        }
+    }
+
+    // Memory: the workers that lived the whole run (worker 0 at least), first third against last.
+    long rss_first = 0, rss_last = 0;
+    for (auto& w : workers) {
+        if (w->killed || w->id >= worker_count || w->rss.size() < 6) continue;
+        std::size_t third = w->rss.size() / 3;
+        long first = 0, last = 0;
+        for (std::size_t i = 1; i <= third; ++i) first = std::max(first, w->rss[i].second);  // skip start-up
+        for (std::size_t i = w->rss.size() - third; i < w->rss.size(); ++i) last = std::max(last, w->rss[i].second);
+        rss_first = std::max(rss_first, first);
+        rss_last = std::max(rss_last, last);
+    }
+    bool memory_flat = rss_first > 0 && rss_last <= rss_first + std::max(rss_first / 10, 2048L);
+
+    // The report.
+    auto tallies = the_fence.tallies();
+    tally total;
+    std::ostringstream report;
+    report << "Seed " << seed << "; " << duration_s << " s; " << worker_count << " processes x " << threads
+           << " threads; session timeout " << session_ms << " ms; 3-server ensemble.\n\n";
+    report << "| fault | injected | holds | writes | fenced off | refused while held | overlaps |\n";
+    report << "|---|--:|--:|--:|--:|--:|--:|\n";
+    for (auto& [label, t] : tallies) {
+        report << "| " << label << " | " << (label == "no fault" ? 0 : t.faults) << " | " << t.holds << " | " << t.writes
+               << " | " << t.fenced << " | " << t.refused_while_held << " | " << t.overlaps << " |\n";
+        total.holds += t.holds;
+        total.writes += t.writes;
+        total.fenced += t.fenced;
+        total.refused_while_held += t.refused_while_held;
+        total.overlaps += t.overlaps;
+        total.probes += t.probes;
+        if (label != "no fault") total.faults += t.faults;
+    }
+    report << "| **all** | " << total.faults << " | " << total.holds << " | " << total.writes << " | " << total.fenced
+           << " | " << total.refused_while_held << " | " << total.overlaps << " |\n\n";
+    report << "- writes refused while the writer's state() said held (within its lease): " << total.refused_while_held << "\n";
+    report << "- overlapping holds among holders whose state() said held: " << total.overlaps << "\n";
+    report << "- stale writes fenced off (probes after a loss, writes past the lease): " << total.fenced << " (of "
+           << total.probes << " probes)\n";
+    report << "- timed calls past their deadline + 1 s: " << overruns << "\n";
+    report << "- processes that did not finish when told: " << hung << "\n";
+    report << "- lock nodes left once sessions ended: " << nodes_left << "\n";
+    report << "- client memory (VmRSS, max of the first and the last third of the run): " << rss_first << " kB -> "
+           << rss_last << " kB (" << (memory_flat ? "flat" : "GROWING") << ")\n";
+    for (auto& p : the_fence.problems()) report << "- problem: " << p << "\n";
+    std::cout << "\n" << report.str() << std::flush;
+    if (!report_path.empty()) std::ofstream(report_path) << report.str();
+
+    bool ok = total.refused_while_held == 0 && total.overlaps == 0 && overruns == 0 && hung == 0 && nodes_left == 0 &&
+              memory_flat && total.holds > 0;
+    std::cout << (ok ? "PASS" : "FAIL") << std::endl;
+    return ok ? 0 : 1;
+}

@@ -1,0 +1,206 @@
+// One process of the chaos soak: one zkr::client, several threads contending on a mutex and on a
+// read/write lock, writing to the fenced resource (the soak driver's fence) while state() says
+// held. It runs until its stdin closes.
+//
+// Usage: zkr_chaos_worker ID CONNECT SESSION_MS THREADS FENCE_PORT SEED
+//
+// To the fence, one line per message, answered "OK" or "NO":
+//   E|W|P|X RESOURCE KIND TOKEN VALID_UNTIL_NS WORKER THREAD
+//   E: entered (holds), W: a write while state() says held, P: one probe write at the end of a
+//   hold that state() no longer says held (the fence should refuse it if a newer holder wrote),
+//   X: leaving.
+//   RESOURCE: m (the mutex) or rw; KIND: x (exclusive), r (read), w (write).
+// To stdout (the driver reads it):
+//   "call START_NS END_NS DEADLINE_MS" for a timed call that took more than its deadline + 1 s
+//   "rss KB" every 5 s; "stats holds=N writes=N refused=N probes=N" when it ends.
+#include "zkr/client.hpp"
+#include "zkr/log.hpp"
+#include "zkr/mutex.hpp"
+#include "zkr/shared_mutex.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+long long ns(clock_type::time_point t) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+std::mutex stdout_mutex;
+void say(const std::string& line) {
+    std::lock_guard lock(stdout_mutex);
+    std::fputs((line + "\n").c_str(), stdout);
+    std::fflush(stdout);
+}
+
+// A blocking line connection to the fence.
+class fence_connection {
+public:
+    explicit fence_connection(int port) {
+        fd_ = socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_port = htons(static_cast<std::uint16_t>(port));
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        int one = 1;
+        setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        if (connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+            std::perror("zkr_chaos_worker: connect to the fence");
+            std::exit(3);
+        }
+    }
+    ~fence_connection() { close(fd_); }
+    bool send(const std::string& line) {
+        std::string out = line + "\n";
+        if (write(fd_, out.data(), out.size()) != static_cast<ssize_t>(out.size())) return false;
+        std::string reply;
+        char c;
+        while (read(fd_, &c, 1) == 1 && c != '\n') reply += c;
+        return reply == "OK";
+    }
+
+private:
+    int fd_ = -1;
+};
+
+long rss_kb() {
+    std::ifstream status("/proc/self/status");
+    std::string key;
+    long value = 0;
+    while (status >> key) {
+        if (key == "VmRSS:") {
+            status >> value;
+            return value;
+        }
+        std::getline(status, key);
+    }
+    return 0;
+}
+
+struct totals {
+    std::atomic<long> holds{0}, writes{0}, refused{0}, probes{0};
+};
+
+void contend(int id, int thread, zkr::mutex& m, zkr::shared_mutex& rw, int fence_port, std::uint64_t seed,
+             std::atomic<bool>& stop, totals& t) {
+    fence_connection fence(fence_port);
+    std::mt19937_64 random(seed);
+    auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(random); };
+    while (!stop) {
+        int what = pick(0, 99);
+        zkr::lock_view& view = what < 50 ? static_cast<zkr::lock_view&>(m) : what < 85 ? rw.read_lock() : rw.write_lock();
+        std::string resource = what < 50 ? "m" : "rw";
+        std::string kind = what < 50 ? "x" : what < 85 ? "r" : "w";
+        auto deadline = std::chrono::milliseconds(pick(200, 2000));
+        auto start = clock_type::now();
+        zkr::error_code ec;
+        bool got = false;
+        try {
+            got = view.try_lock_for(deadline, ec);
+        } catch (const std::exception& e) {
+            say(std::string("error ") + e.what());
+        }
+        auto end = clock_type::now();
+        if (end - start > deadline + 1s)
+            say("call " + std::to_string(ns(start)) + " " + std::to_string(ns(end)) + " " + std::to_string(deadline.count()));
+        if (!got) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(pick(0, 20)));
+            continue;
+        }
+        ++t.holds;
+        std::int64_t token = view.fencing_token();
+        auto message = [&](const char* type, clock_type::time_point valid_until) {
+            return std::string(type) + " " + resource + " " + kind + " " + std::to_string(token) + " " +
+                   std::to_string(ns(valid_until)) + " " + std::to_string(id) + " " + std::to_string(thread);
+        };
+        // Most holds are short; some are long enough to see a fault through.
+        auto hold_for = pick(0, 9) < 8 ? std::chrono::milliseconds(pick(20, 150)) : std::chrono::milliseconds(pick(1000, 3000));
+        auto until = clock_type::now() + hold_for;
+        bool entered = false;
+        while (!stop && clock_type::now() < until) {
+            auto state = view.state();
+            // The lease's end, read after state(): an answer since can only have extended it.
+            auto valid = view.valid_until();
+            if (state == zkr::lock_state::held && valid <= clock_type::now()) state = zkr::lock_state::uncertain;
+            if (state != zkr::lock_state::held) break;
+            if (!entered) {
+                fence.send(message("E", valid));
+                entered = true;
+            }
+            ++t.writes;
+            if (!fence.send(message("W", valid))) ++t.refused;
+            std::this_thread::sleep_for(20ms);
+        }
+        if (entered && view.state() != zkr::lock_state::held) {
+            // The hold ended under us (the process was frozen or cut off): one more write, what a
+            // holder that did not check would do. The fence must turn it away if a newer holder
+            // has written since.
+            ++t.probes;
+            fence.send(message("P", view.valid_until()));
+        }
+        if (entered) fence.send(message("X", clock_type::time_point{}));
+        view.unlock();
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc != 7) {
+        std::fprintf(stderr, "usage: %s ID CONNECT SESSION_MS THREADS FENCE_PORT SEED\n", argv[0]);
+        return 2;
+    }
+    int id = std::atoi(argv[1]);
+    zkr::client_options o;
+    o.connect = argv[2];
+    o.session_timeout = std::chrono::milliseconds(std::atoi(argv[3]));
+    int threads = std::atoi(argv[4]);
+    int fence_port = std::atoi(argv[5]);
+    std::uint64_t seed = std::strtoull(argv[6], nullptr, 10);
+
+    zkr::log::set_threshold(zkr::log::level::error);  // the driver's output stays readable
+    zkr::client c(o);
+    c.wait_connected(std::chrono::seconds(30));
+    zkr::mutex m(c, "/chaos/m");
+    zkr::shared_mutex rw(c, "/chaos/rw");
+    say("ready");  // before any other line: the driver reads this one first
+    std::atomic<bool> stop{false};
+    totals t;
+    std::vector<std::thread> workers;
+    for (int i = 0; i < threads; ++i)
+        workers.emplace_back([&, i] { contend(id, i, m, rw, fence_port, seed * 1000 + static_cast<std::uint64_t>(i), stop, t); });
+    std::thread memory([&] {
+        while (!stop) {
+            say("rss " + std::to_string(rss_kb()));
+            for (int i = 0; i < 50 && !stop; ++i) std::this_thread::sleep_for(100ms);
+        }
+    });
+    // Told to finish by the end of stdin.
+    char buffer[64];
+    while (read(STDIN_FILENO, buffer, sizeof buffer) > 0) {}
+    stop = true;
+    for (auto& w : workers) w.join();
+    memory.join();
+    say("stats holds=" + std::to_string(t.holds) + " writes=" + std::to_string(t.writes) +
+        " refused=" + std::to_string(t.refused) + " probes=" + std::to_string(t.probes));
+    return 0;
+}
