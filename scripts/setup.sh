@@ -13,6 +13,9 @@ packages=(
   libcurator-recipes-java        # Curator 5.4: the Java peer for interop tests and benchmarks
   python3-kazoo                  # kazoo: the Python peer for benchmarks
   gnuplot-nox                    # the benchmark's chart
+  libboost-program-options1.81-dev  # zklock's command line
+  doxygen                        # the API reference (docs/)
+  dpkg-dev file pkg-config       # the Debian packages (cpack -G DEB) and the consumer test
 )
 
 missing=()

@@ -31,7 +31,10 @@ client_options validated(client_options o) {
         throw std::invalid_argument("zkr::client_options::connection_timeout must be positive, got " +
                                     describe(o.connection_timeout));
     if (!o.retry_policy) throw std::invalid_argument("zkr::client_options::retry_policy must not be null");
-    if (o.auth && o.auth->user.empty()) throw std::invalid_argument("zkr::client_options::auth: the user name is empty");
+    for (std::size_t i = 0; i < o.auth.size(); ++i) {
+        if (o.auth[i].user.empty())
+            throw std::invalid_argument("zkr::client_options::auth[" + std::to_string(i) + "]: the user name is empty");
+    }
     if (o.default_acl.empty()) throw std::invalid_argument("zkr::client_options::default_acl is empty");
     return o;
 }
@@ -63,6 +66,8 @@ client_impl::client_impl(client_options options)
       reopen_timer_(rt_->session),
       heartbeat_timer_(rt_->session),
       closer_timer_(rt_->session) {
+    if (auto slash = options_.connect.find('/'); slash != std::string::npos) chroot_ = options_.connect.substr(slash);
+    if (chroot_ == "/") chroot_.clear();
     // The C client keeps pointers into these for every create.
     acl_strings_.reserve(options_.default_acl.size() * 2);
     for (const auto& entry : options_.default_acl) {
@@ -288,6 +293,23 @@ void client_impl::schedule_retry(request* r, error_code ec) {
 
 void client_impl::create(std::string path, std::string data, create_mode mode, completion<create_result> done) {
     if (auto ec = check_input(path, is_sequential(mode), data.size())) return done(ec, {});
+    if (!chroot_.empty() && path.find('/', 1) == std::string::npos) {
+        // Under a chroot, a top-level node's parent is the chroot itself: "no node" can only
+        // mean the chroot is missing, which the server's answer does not say.
+        auto inner = std::make_shared<completion<create_result>>(std::move(done));
+        completion<create_result> named{completion<create_result>::inline_fn(
+            [weak = weak_from_this(), inner](error_code ec, create_result r) {
+                if (ec == errc::no_node) {
+                    ec = make_error_code(errc::chroot_missing);
+                    if (auto self = weak.lock(); self && !self->chroot_missing_reported_.exchange(true))
+                        log::write(log::level::error, "zkr::client: the chroot '" + self->chroot_ +
+                                                          "' of the connect string does not exist on the server; "
+                                                          "create it first (zkr does not create it)");
+                }
+                (*inner)(ec, std::move(r));
+            })};
+        return submit(make_create(*this, std::move(path), std::move(data), mode, std::move(named)));
+    }
     submit(make_create(*this, std::move(path), std::move(data), mode, std::move(done)));
 }
 
@@ -351,6 +373,7 @@ struct parents_maker : std::enable_shared_from_this<parents_maker> {
     std::weak_ptr<client_impl> client;
     std::vector<std::string> prefixes;
     std::size_t next = 0;
+    int restarts = 0;
     create_mode mode;
     completion<> done;
 
@@ -369,6 +392,11 @@ struct parents_maker : std::enable_shared_from_this<parents_maker> {
                                                 [self = shared_from_this()](error_code ec, create_result) {
                                                     if (ec == errc::unimplemented && self->mode == create_mode::container) {
                                                         self->mode = create_mode::persistent;
+                                                        return self->step();
+                                                    }
+                                                    if (ec == errc::no_node && self->next > 0 && self->restarts++ < 3) {
+                                                        // An empty container parent was reaped meanwhile.
+                                                        self->next = 0;
                                                         return self->step();
                                                     }
                                                     if (ec && ec != errc::node_exists) return self->done(ec);

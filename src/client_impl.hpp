@@ -195,6 +195,8 @@ private:
     std::mutex parked_mutex_;
     std::vector<request*> parked_;
 
+    std::string chroot_;                                   // of the connect string, or empty
+    std::atomic<bool> chroot_missing_reported_{false};     // logged once per client
     std::atomic<bool> closed_{false};
     std::atomic<bool> connected_{false};
     std::atomic<std::int64_t> negotiated_timeout_{0};

@@ -76,7 +76,9 @@ public:
     explicit completion(inline_fn fn) : inline_(std::move(fn)) {}
 
     completion(completion&&) = default;
-    completion& operator=(completion&&) = default;
+    // Boost 1.81's any_completion_handler crashes on move assignment (it takes itself for a
+    // handler to wrap): build a new completion instead.
+    completion& operator=(completion&&) = delete;
 
     /// Delivers the result; call once.
     void operator()(error_code ec, Values... values) {

@@ -60,6 +60,8 @@ public:
             case errc::timed_out: return "the deadline passed";
             case errc::cancelled: return "the operation was cancelled";
             case errc::attempts_exhausted: return "the operation started over as often as it may";
+            case errc::chroot_missing:
+                return "the chroot of the connect string does not exist on the server: create it first";
         }
         return "unknown zkr error " + std::to_string(value);
     }

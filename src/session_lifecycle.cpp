@@ -41,6 +41,14 @@ void on_auth_reply(int rc, const void*) {
     if (rc != ZOK) log::write(log::level::error, "zkr::client: ZooKeeper digest authentication failed: " + make_zk_error_code(rc).message());
 }
 
+// Every credential, in order, before any request: the C client sends them first on each connection.
+void add_credentials(zhandle_t* zh, const std::vector<digest_credentials>& credentials) {
+    for (const auto& c : credentials) {
+        std::string text = c.user + ":" + c.password;
+        zoo_add_auth(zh, "digest", text.data(), static_cast<int>(text.size()), &on_auth_reply, nullptr);
+    }
+}
+
 // Why zookeeper_init refused a well-formed connect string: almost always no host name resolved.
 std::string describe_open_failure(int err, const std::string& connect) {
     std::string unresolved;
@@ -94,10 +102,7 @@ void client_impl::open_handle() {
             // By default the C client resolves the connect string again on every turn of its I/O
             // loop; once a minute is plenty (a lost connection still resolves at once).
             zoo_set_servers_resolution_delay(zh, 60'000);
-            if (self->options_.auth) {
-                std::string credentials = self->options_.auth->user + ":" + self->options_.auth->password;
-                zoo_add_auth(zh, "digest", credentials.data(), static_cast<int>(credentials.size()), &on_auth_reply, nullptr);
-            }
+            add_credentials(zh, self->options_.auth);
             if (self->closed_) {  // closed meanwhile: this handle was never anyone's
                 zookeeper_close(zh);
                 return;
@@ -144,6 +149,9 @@ void client_impl::on_handle_opened(std::uint64_t generation, zhandle_t* zh, std:
         std::unique_lock lock(handle_mutex_);
         zh_ = zh;
     }
+    // The C client may have connected, and its event come and gone (dropped: no handle yet),
+    // before we got here from zookeeper_init. Replay it; a second one later changes nothing.
+    if (zoo_state(zh) == ZOO_CONNECTED_STATE) on_handle_event(generation, ZOO_CONNECTED_STATE);
     std::vector<request*> parked;
     {
         std::lock_guard lock(parked_mutex_);
@@ -412,10 +420,7 @@ void client_impl::close_given_up(given_up_session s) {
             if (auto mine = closer->zh.exchange(nullptr)) zookeeper_close(mine);
             return;
         }
-        if (self->options_.auth) {
-            std::string credentials = self->options_.auth->user + ":" + self->options_.auth->password;
-            zoo_add_auth(zh, "digest", credentials.data(), static_cast<int>(credentials.size()), &on_auth_reply, nullptr);
-        }
+        add_credentials(zh, self->options_.auth);
         asio::post(self->rt_->session, [weak, finish, wait] {
             auto self = weak.lock();
             if (!self || self->closed_) return finish(true);

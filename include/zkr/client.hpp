@@ -1,5 +1,7 @@
-// zkr::client — one ZooKeeper session, kept alive and renewed, with retried operations.
+/// \file
+/// zkr::client — one ZooKeeper session, kept alive and renewed, with retried operations.
 #pragma once
+#include "zkr/export.hpp"
 
 #include "zkr/detail/initiation.hpp"
 #include "zkr/error.hpp"
@@ -22,32 +24,37 @@
 
 namespace zkr {
 
+/// A user and password for ZooKeeper's digest authentication (see client_options::auth).
 struct digest_credentials {
-    std::string user;
-    std::string password;
+    std::string user{};      ///< the user name; must not be empty
+    std::string password{};  ///< the password, sent with the user name as each session authenticates
 };
 
+/// What a zkr::client connects to and how it behaves. The client's constructor checks the options
+/// and throws std::invalid_argument naming the one that is wrong.
 struct client_options {
     /// "host:port[,host:port...][/chroot]".
-    std::string connect;
+    std::string connect{};
     /// Requested session timeout; the server clamps it to its [min, max] (2 to 20 ticks by default).
     std::chrono::milliseconds session_timeout{10'000};
     /// How long the blocking wait for the first connection waits when no time is given.
     std::chrono::milliseconds connection_timeout{15'000};
     /// Retries of idempotent operations (sequential creates are never retried blindly).
     retry::policy_ptr retry_policy = retry::default_policy();
-    /// Digest authentication added to every session this client opens.
-    std::optional<digest_credentials> auth;
+    /// Digest credentials added, in order, to every session this client opens (a node's ACL may
+    /// name any of them).
+    std::vector<digest_credentials> auth{};
     /// ACL of created nodes.
     zkr::acl default_acl = open_acl_unsafe();
-    /// Where completions and state callbacks run. Default: the client's own thread.
-    std::optional<boost::asio::any_io_executor> executor;
+    /// Where completions and state callbacks run. Default: a handler thread of the client's own.
+    std::optional<boost::asio::any_io_executor> executor{};
 };
 
 /// Sets a watch with a read: `client.get_data(path, zkr::set_watch)`.
 struct set_watch_t {
     explicit constexpr set_watch_t() = default;
 };
+/// The tag that makes a read leave a watch: `client.exists(path, zkr::set_watch)`.
 inline constexpr set_watch_t set_watch{};
 
 namespace detail {
@@ -58,16 +65,16 @@ using handler = boost::asio::any_completion_handler<void(error_code, T)>;
 using empty_handler = boost::asio::any_completion_handler<void(error_code)>;
 using state_handler = boost::asio::any_completion_handler<void(error_code, connection_state)>;
 
-void start_create(client_impl&, std::string path, std::string data, create_mode, handler<create_result>);
-void start_remove(client_impl&, std::string path, std::int32_t version, empty_handler);
-void start_exists(client_impl&, std::string path, bool watch, handler<exists_result>);
-void start_get_data(client_impl&, std::string path, bool watch, handler<data_result>);
-void start_set_data(client_impl&, std::string path, std::string data, std::int32_t version, handler<zkr::stat>);
-void start_get_children(client_impl&, std::string path, bool watch, handler<children_result>);
-void start_multi(client_impl&, std::vector<multi_op> ops, handler<std::vector<multi_op_result>>);
-void start_wait_connected(client_impl&, empty_handler);
-void start_next_state(client_impl&, state_handler);
-void start_create_parents(client_impl&, std::string path, create_mode, empty_handler);
+ZKR_EXPORT void start_create(client_impl&, std::string path, std::string data, create_mode, handler<create_result>);
+ZKR_EXPORT void start_remove(client_impl&, std::string path, std::int32_t version, empty_handler);
+ZKR_EXPORT void start_exists(client_impl&, std::string path, bool watch, handler<exists_result>);
+ZKR_EXPORT void start_get_data(client_impl&, std::string path, bool watch, handler<data_result>);
+ZKR_EXPORT void start_set_data(client_impl&, std::string path, std::string data, std::int32_t version, handler<zkr::stat>);
+ZKR_EXPORT void start_get_children(client_impl&, std::string path, bool watch, handler<children_result>);
+ZKR_EXPORT void start_multi(client_impl&, std::vector<multi_op> ops, handler<std::vector<multi_op_result>>);
+ZKR_EXPORT void start_wait_connected(client_impl&, empty_handler);
+ZKR_EXPORT void start_next_state(client_impl&, state_handler);
+ZKR_EXPORT void start_create_parents(client_impl&, std::string path, create_mode, empty_handler);
 
 template <class T>
 concept completion_token_not_watch = !std::is_same_v<std::decay_t<T>, set_watch_t>;
@@ -77,9 +84,13 @@ concept completion_token_not_watch = !std::is_same_v<std::decay_t<T>, set_watch_
 /// be called. [[nodiscard]]: a subscription not stored unsubscribes at once.
 class [[nodiscard]] subscription {
 public:
+    /// An empty subscription (unsubscribes nothing).
     subscription() = default;
+    /// Calls `cancel` once, when destroyed or reset (zkr's listener registrations make these).
     explicit subscription(std::function<void()> cancel) : cancel_(std::move(cancel)) {}
+    /// Takes over `other`'s listener; `other` is left empty.
     subscription(subscription&& other) noexcept : cancel_(std::exchange(other.cancel_, {})) {}
+    /// Unsubscribes the listener this one holds, then takes over `other`'s.
     subscription& operator=(subscription&& other) noexcept {
         if (this != &other) {
             reset();
@@ -87,7 +98,10 @@ public:
         }
         return *this;
     }
+    /// Unsubscribes (see reset()).
     ~subscription() { reset(); }
+    /// Unsubscribes now: the listener is not called after reset() returns, unless it is running
+    /// at that moment on another thread. A no-op when empty.
     void reset() {
         if (auto cancel = std::exchange(cancel_, {})) cancel();
     }
@@ -111,8 +125,9 @@ private:
 /// completes with errc::client_closed.
 /// Blocking forms throw zkr::system_error; the forms taking zkr::error_code& report instead.
 /// Blocking forms may be called from any thread, including inside completion handlers.
-class client {
+class ZKR_EXPORT client {
 public:
+    /// The type of get_executor().
     using executor_type = boost::asio::any_io_executor;
 
     /// Validates the options (std::invalid_argument naming the bad one) and starts connecting.
@@ -125,7 +140,10 @@ public:
     client(const client&) = delete;
     client& operator=(const client&) = delete;
 
+    /// Where handlers run unless they have an executor of their own: client_options::executor,
+    /// else the client's own handler thread.
     executor_type get_executor() const;
+    /// The options the client was made with.
     const client_options& options() const;
 
     /// Same as the destructor, but the object stays usable for queries; idempotent.
@@ -134,6 +152,7 @@ public:
     /// The state, live: a connection the C client already knows to be down reads `suspended`
     /// (or `lost`) before the event reaches the listeners.
     connection_state state() const;
+    /// True while state() is connected or reconnected: the connection is up on a session.
     bool is_connected() const;
     /// Current session id; 0 before the first session is established and between sessions.
     std::int64_t session_id() const;
@@ -146,6 +165,7 @@ public:
     /// connect string (and DNS, when its host names do not resolve) after `timeout`, or
     /// errc::client_closed.
     void wait_connected(std::chrono::milliseconds timeout);
+    /// wait_connected(options().connection_timeout).
     void wait_connected() { wait_connected(options().connection_timeout); }
 
     /// Calls `listener` with every state change, in order, on the client's executor.
@@ -166,6 +186,11 @@ public:
     }
 
     // --- create. Handler: void(error_code, zkr::create_result) ---
+
+    /// Creates a node with `data` (the default ACL). Sequential modes append a 10-digit counter to
+    /// `path`; create_result::path is the name made. Handler: void(zkr::error_code,
+    /// zkr::create_result); errc::node_exists, errc::no_node (no parent), errc::invalid_path.
+    /// A sequential create is never retried (a first try may have made a node); other modes are.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_create(std::string path, std::string data, create_mode mode, CompletionToken&& token = {}) {
         return start<void(error_code, create_result)>(
@@ -175,48 +200,76 @@ public:
             },
             std::move(path), std::move(data), mode);
     }
+    /// Blocking async_create(); throws zkr::system_error.
     create_result create(std::string path, std::string data = {}, create_mode mode = create_mode::persistent);
+    /// Blocking async_create(); a failure goes to `ec`.
     create_result create(std::string path, std::string data, create_mode mode, zkr::error_code& ec);
 
     // --- remove (ZooKeeper's delete). Handler: void(error_code) ---
+
+    /// Deletes a node: any_version, or only at that data version (errc::bad_version otherwise).
+    /// Handler: void(zkr::error_code); errc::no_node, errc::not_empty (it has children).
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_remove(std::string path, std::int32_t version, CompletionToken&& token = {}) {
         return start<void(error_code)>(
             token, [](auto h, auto& c, std::string p, std::int32_t v) { detail::start_remove(c, std::move(p), v, std::move(h)); },
             std::move(path), version);
     }
+    /// Blocking async_remove(); throws zkr::system_error.
     void remove(std::string path, std::int32_t version = any_version);
+    /// Blocking async_remove(); a failure goes to `ec`.
     void remove(std::string path, std::int32_t version, zkr::error_code& ec);
 
     // --- exists. Handler: void(error_code, zkr::exists_result); no node is not an error ---
+
+    /// Whether a node exists, with its stat. Handler: void(zkr::error_code, zkr::exists_result);
+    /// a missing node is exists == false, not an error.
     template <detail::completion_token_not_watch CompletionToken = boost::asio::deferred_t>
     auto async_exists(std::string path, CompletionToken&& token = {}) {
         return async_read<exists_result>(&detail::start_exists, std::move(path), false, std::forward<CompletionToken>(token));
     }
+    /// async_exists() that also leaves a watch (exists_result::watch): it fires when the node is
+    /// created, deleted or changed.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_exists(std::string path, set_watch_t, CompletionToken&& token = {}) {
         return async_read<exists_result>(&detail::start_exists, std::move(path), true, std::forward<CompletionToken>(token));
     }
+    /// Blocking async_exists(); throws zkr::system_error.
     exists_result exists(std::string path);
+    /// Blocking async_exists() with a watch; throws zkr::system_error.
     exists_result exists(std::string path, set_watch_t);
+    /// Blocking async_exists(); a failure goes to `ec`.
     exists_result exists(std::string path, zkr::error_code& ec);
+    /// Blocking async_exists() with a watch; a failure goes to `ec`.
     exists_result exists(std::string path, set_watch_t, zkr::error_code& ec);
 
     // --- get_data. Handler: void(error_code, zkr::data_result) ---
+
+    /// Reads a node's data and stat. Handler: void(zkr::error_code, zkr::data_result);
+    /// errc::no_node, errc::no_auth.
     template <detail::completion_token_not_watch CompletionToken = boost::asio::deferred_t>
     auto async_get_data(std::string path, CompletionToken&& token = {}) {
         return async_read<data_result>(&detail::start_get_data, std::move(path), false, std::forward<CompletionToken>(token));
     }
+    /// async_get_data() that also leaves a watch (data_result::watch): it fires when the node
+    /// is deleted or its data changes.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_get_data(std::string path, set_watch_t, CompletionToken&& token = {}) {
         return async_read<data_result>(&detail::start_get_data, std::move(path), true, std::forward<CompletionToken>(token));
     }
+    /// Blocking async_get_data(); throws zkr::system_error.
     data_result get_data(std::string path);
+    /// Blocking async_get_data() with a watch; throws zkr::system_error.
     data_result get_data(std::string path, set_watch_t);
+    /// Blocking async_get_data(); a failure goes to `ec`.
     data_result get_data(std::string path, zkr::error_code& ec);
+    /// Blocking async_get_data() with a watch; a failure goes to `ec`.
     data_result get_data(std::string path, set_watch_t, zkr::error_code& ec);
 
     // --- set_data. Handler: void(error_code, zkr::stat) ---
+
+    /// Replaces a node's data: any_version, or only at that data version (errc::bad_version
+    /// otherwise). Handler: void(zkr::error_code, zkr::stat), the node's new stat; errc::no_node.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_set_data(std::string path, std::string data, std::int32_t version, CompletionToken&& token = {}) {
         return start<void(error_code, zkr::stat)>(
@@ -226,38 +279,62 @@ public:
             },
             std::move(path), std::move(data), version);
     }
+    /// Blocking async_set_data(); throws zkr::system_error.
     zkr::stat set_data(std::string path, std::string data, std::int32_t version = any_version);
+    /// Blocking async_set_data(); a failure goes to `ec`.
     zkr::stat set_data(std::string path, std::string data, std::int32_t version, zkr::error_code& ec);
 
     // --- get_children. Handler: void(error_code, zkr::children_result) ---
+
+    /// Lists a node's children (names, in the server's order). Handler: void(zkr::error_code,
+    /// zkr::children_result); errc::no_node.
     template <detail::completion_token_not_watch CompletionToken = boost::asio::deferred_t>
     auto async_get_children(std::string path, CompletionToken&& token = {}) {
         return async_read<children_result>(&detail::start_get_children, std::move(path), false,
                                            std::forward<CompletionToken>(token));
     }
+    /// async_get_children() that also leaves a child watch (children_result::watch): it fires
+    /// when a child is added or removed, or the node is deleted.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_get_children(std::string path, set_watch_t, CompletionToken&& token = {}) {
         return async_read<children_result>(&detail::start_get_children, std::move(path), true,
                                            std::forward<CompletionToken>(token));
     }
+    /// Blocking async_get_children(); throws zkr::system_error.
     children_result get_children(std::string path);
+    /// Blocking async_get_children() with a watch; throws zkr::system_error.
     children_result get_children(std::string path, set_watch_t);
+    /// Blocking async_get_children(); a failure goes to `ec`.
     children_result get_children(std::string path, zkr::error_code& ec);
+    /// Blocking async_get_children() with a watch; a failure goes to `ec`.
     children_result get_children(std::string path, set_watch_t, zkr::error_code& ec);
 
     // --- multi (all or nothing). Handler: void(error_code, std::vector<zkr::multi_op_result>);
     // on failure the error is the first failing op's and the results say which one ---
+
+    /// Applies `ops` as one transaction: all of them, or none. Handler: void(zkr::error_code,
+    /// std::vector<zkr::multi_op_result>), one result per op, in order; on failure the error is
+    /// the first failing op's, and each result's error says which one failed. Not retried when
+    /// it holds a sequential create.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_multi(std::vector<multi_op> ops, CompletionToken&& token = {}) {
         return start<void(error_code, std::vector<multi_op_result>)>(
             token, [](auto h, auto& c, std::vector<multi_op> o) { detail::start_multi(c, std::move(o), std::move(h)); },
             std::move(ops));
     }
+    /// Blocking async_multi(); throws zkr::system_error.
     std::vector<multi_op_result> multi(std::vector<multi_op> ops);
+    /// Blocking async_multi(); a failure goes to `ec`, and when the server answered, the results
+    /// say which op failed.
     std::vector<multi_op_result> multi(std::vector<multi_op> ops, zkr::error_code& ec);
 
     // --- create_parents: `path` and any missing ancestors, as persistent nodes (or containers);
     // an existing node is fine. Handler: void(error_code). Not cancellable. ---
+
+    /// Creates `path` and each missing ancestor, top down, as `parents_mode` nodes (persistent or
+    /// container; a container falls back to persistent on a server without containers; a
+    /// sequential mode is errc::bad_arguments). Nodes that exist already are fine.
+    /// Handler: void(zkr::error_code). Not cancellable.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_create_parents(std::string path, create_mode parents_mode, CompletionToken&& token = {}) {
         return start<void(error_code)>(
@@ -265,7 +342,9 @@ public:
             [](auto h, auto& c, std::string p, create_mode m) { detail::start_create_parents(c, std::move(p), m, std::move(h)); },
             std::move(path), parents_mode);
     }
+    /// Blocking async_create_parents(); throws zkr::system_error.
     void create_parents(const std::string& path, create_mode parents_mode = create_mode::persistent);
+    /// Blocking async_create_parents(); a failure goes to `ec`.
     void create_parents(const std::string& path, create_mode parents_mode, zkr::error_code& ec);
 
 private:

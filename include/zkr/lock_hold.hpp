@@ -1,6 +1,8 @@
-// zkr::lock_hold — a hold of a distributed lock owned by an object, not by a thread: what the
-// async acquisitions complete with.
+/// \file
+/// zkr::lock_hold — a hold of a distributed lock owned by an object, not by a thread: what the
+/// async acquisitions complete with.
 #pragma once
+#include "zkr/export.hpp"
 
 #include "zkr/detail/lock_ops.hpp"
 #include "zkr/lock_types.hpp"
@@ -25,13 +27,16 @@ namespace zkr {
 /// session was lost deletes nothing of anyone else (the node's name carries our own uuid).
 ///
 /// Lifetime: a hold may outlive its client; it then reports lost and releases nothing.
-class lock_hold {
+class ZKR_EXPORT lock_hold {
 public:
+    /// The type of get_executor().
     using executor_type = boost::asio::any_io_executor;
 
     /// An empty hold (owns nothing).
     lock_hold() noexcept = default;
+    /// Takes over `other`'s hold; `other` is left empty.
     lock_hold(lock_hold&& other) noexcept = default;
+    /// Releases the hold this one owns (as unlock()), then takes over `other`'s.
     lock_hold& operator=(lock_hold&& other) noexcept {
         if (this != &other) {
             unlock();
@@ -47,6 +52,7 @@ public:
 
     /// True until released (also while its session is being lost: see state()).
     bool owns_lock() const noexcept { return hold_ != nullptr; }
+    /// owns_lock().
     explicit operator bool() const noexcept { return owns_lock(); }
 
     /// Releases the hold and returns at once: the node's delete is sent, retried while its

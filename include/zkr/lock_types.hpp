@@ -1,5 +1,7 @@
-// What zkr's locks report about themselves and their queues.
+/// \file
+/// What zkr's locks report about themselves and their queues.
 #pragma once
+#include "zkr/export.hpp"
 
 #include "zkr/error.hpp"
 
@@ -12,22 +14,25 @@ namespace zkr {
 /// A hold's standing, as far as this client can tell.
 enum class lock_state {
     not_held,   ///< the calling thread (or the lock_hold) holds nothing here
-    held,       ///< held, and the session is connected
-    uncertain,  ///< held, but the connection is down: the session may be expiring right now
+    held,       ///< held: connected on the hold's session, and the server answered within the lease
+    uncertain,  ///< held, but the connection is down or the server has not answered lately: the
+                ///< session may be expiring right now
     lost,       ///< the session that held it is gone: another client may hold the lock now
 };
-const char* to_string(lock_state s) noexcept;
+/// The state's name ("not_held", "held", "uncertain", "lost").
+ZKR_EXPORT const char* to_string(lock_state s) noexcept;
 
 /// Who made a lock node, from its data. zkr writes "zkr:1;host=<h>;pid=<p>;thread=<t>"
 /// (thread = the Linux thread id), plus ";async=1" for a hold owned by an async operation's
 /// lock_hold (then `thread` is the thread that started it); other clients (Curator writes its IP
 /// address) leave fields empty and `raw` holds their data.
 struct lock_owner {
-    std::string host;
-    std::int64_t pid = 0;
-    std::int64_t thread = 0;
-    bool async = false;
-    std::string raw;
+    std::string host;         ///< host name of the owning process (zkr nodes only)
+    std::int64_t pid = 0;     ///< its process id; 0 when the data is not zkr's
+    std::int64_t thread = 0;  ///< the owning (or, for an async hold, starting) thread's Linux thread id
+    bool async = false;       ///< the node belongs to an async acquisition's lock_hold
+    std::string raw;          ///< the node's data as read
+    /// True when the data is in zkr's format (host, pid and thread are known).
     bool is_zkr() const noexcept { return pid != 0; }
 };
 
@@ -37,7 +42,7 @@ struct participant {
     std::int64_t sequence = 0; ///< its place in the queue
     bool reader = false;       ///< a read-lock node (read/write lock only)
     bool holds = false;        ///< it holds the lock now
-    lock_owner owner;
+    lock_owner owner;          ///< who made the node, from its data
     zkr::error_code owner_error;  ///< why `owner` is unknown (e.g. no_auth: its data may not be read)
 };
 

@@ -1,6 +1,8 @@
-// zkr::lock_view — one side of a distributed lock: the whole of a zkr::mutex, or the read or
-// write side of a zkr::shared_mutex. It is what std::lock_guard and std::unique_lock lock.
+/// \file
+/// zkr::lock_view — one side of a distributed lock: the whole of a zkr::mutex, or the read or
+/// write side of a zkr::shared_mutex. It is what std::lock_guard and std::unique_lock lock.
 #pragma once
+#include "zkr/export.hpp"
 
 #include "zkr/client.hpp"
 #include "zkr/detail/lock_ops.hpp"
@@ -38,16 +40,18 @@ namespace zkr {
 ///
 /// Lifetime: the lock may outlive its client; it then fails with errc::client_closed. Destroying
 /// a lock object does not release blocking holds (they belong to threads).
-class lock_view {
+class ZKR_EXPORT lock_view {
 public:
+    /// The type of get_executor().
     using executor_type = boost::asio::any_io_executor;
 
     /// Blocks until held. Throws zkr::system_error when it cannot be acquired: errc::lock_lost if
     /// the calling thread's hold was lost; errc::upgrade_refused for a read holder asking for the
     /// write side; errc::client_closed; connection trouble once the retry policy gives up.
     void lock() { detail::acquire(target_, write_, true, std::nullopt, nullptr); }
-    /// One round, never waiting for a connection: true if held now. Leaves no node behind when
-    /// not. Connection trouble is "not acquired" (returns false); other errors throw.
+    /// One round: true if held now. Leaves no node behind when not. Connection trouble is "not
+    /// acquired" (returns false); other errors throw. A client that has lost its connection
+    /// answers at once; a new client's first connection is waited for, up to a session timeout.
     bool try_lock() { return detail::acquire(target_, write_, false, std::nullopt, nullptr); }
     /// As try_lock(); `ec` says why it was not acquired (none: the lock is taken), and gets the
     /// errors try_lock() would throw.
@@ -57,14 +61,20 @@ public:
     bool try_lock_for(const std::chrono::duration<Rep, Period>& timeout) {
         return detail::acquire(target_, write_, true, deadline_after(timeout), nullptr);
     }
+    /// As try_lock_for(timeout); `ec` says why it was not acquired, and gets the errors
+    /// try_lock_for() would throw.
     template <class Rep, class Period>
     bool try_lock_for(const std::chrono::duration<Rep, Period>& timeout, error_code& ec) {
         return detail::acquire(target_, write_, true, deadline_after(timeout), &ec);
     }
+    /// Waits until `deadline` (any clock; converted to the steady clock once, at the call);
+    /// returns by then. Connection trouble is "not acquired".
     template <class Clock, class Duration>
     bool try_lock_until(const std::chrono::time_point<Clock, Duration>& deadline) {
         return detail::acquire(target_, write_, true, detail::to_steady(deadline), nullptr);
     }
+    /// As try_lock_until(deadline); `ec` says why it was not acquired, and gets the errors
+    /// try_lock_until() would throw.
     template <class Clock, class Duration>
     bool try_lock_until(const std::chrono::time_point<Clock, Duration>& deadline, error_code& ec) {
         return detail::acquire(target_, write_, true, detail::to_steady(deadline), &ec);
@@ -118,6 +128,7 @@ public:
 
     /// The calling thread's hold count on this side (0 when it holds nothing).
     int hold_count() const { return detail::hold_count(target_, write_); }
+    /// hold_count() > 0.
     bool is_held_by_current_thread() const { return hold_count() > 0; }
     /// Some owner in this process holds the lock (either side) through this client.
     bool is_acquired_in_this_process() const { return detail::acquired_in_process(target_); }
@@ -134,22 +145,26 @@ public:
     /// Everyone in the queue, holders first, with their owners (one listing, one read per node;
     /// a node whose data may not be read is listed with owner_error set).
     std::vector<participant> participants() const { return detail::participants(target_); }
+    /// The lock path.
     const std::string& path() const noexcept { return target_.path; }
     /// Counters of the client's lock engine.
     lock_statistics statistics() const { return detail::statistics(target_); }
+    /// The client's executor (where handlers run by default).
     executor_type get_executor() const { return detail::executor(target_); }
 
 protected:
+    /// Made by zkr::mutex and zkr::shared_mutex: `write` selects the side (the whole of a mutex).
     lock_view(detail::lock_target target, bool write) : target_(std::move(target)), write_(write) {}
     friend class shared_mutex;
 
+    /// The steady-clock time `timeout` from now, rounded up.
     template <class Rep, class Period>
     static std::chrono::steady_clock::time_point deadline_after(const std::chrono::duration<Rep, Period>& timeout) {
         return std::chrono::steady_clock::now() + std::chrono::ceil<std::chrono::steady_clock::duration>(timeout);
     }
 
-    detail::lock_target target_;
-    bool write_;
+    detail::lock_target target_;  ///< the client's lock engine and the lock path
+    bool write_;                  ///< the write side (or the mutex), else the read side
 };
 
 }  // namespace zkr

@@ -1,10 +1,12 @@
-// zkr::retry — retry policies (Curator's RetryPolicy family): how long to sleep before the
-// next try of a failed operation, and when to give up.
-//
-// Which errors are worth retrying at all is the caller's decision (see zkr::is_retryable);
-// a policy only budgets retries by count and time. The one exception is session_failed,
-// which refuses to retry once the session is lost.
+/// \file
+/// zkr::retry — retry policies (Curator's RetryPolicy family): how long to sleep before the
+/// next try of a failed operation, and when to give up.
+///
+/// Which errors are worth retrying at all is the caller's decision (see zkr::is_retryable);
+/// a policy only budgets retries by count and time. The one exception is session_failed,
+/// which refuses to retry once the session is lost.
 #pragma once
+#include "zkr/export.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -13,6 +15,8 @@
 #include <optional>
 #include "zkr/error.hpp"
 
+/// Retry policies (Curator's RetryPolicy family): how long to sleep before the next try of a
+/// failed operation, and when to give up. client_options::retry_policy takes one.
 namespace zkr::retry {
 
 /// What a policy is told when an operation has just failed.
@@ -27,10 +31,10 @@ using random_source = std::function<std::uint64_t(std::uint64_t bound)>;
 
 /// A random_source safe to call from many threads at once; each thread draws from its own
 /// engine seeded from std::random_device. A bound of 0 (an empty range) yields 0.
-random_source default_random_source();
+ZKR_EXPORT random_source default_random_source();
 
 /// Decides whether, and after how long a sleep, a failed operation is tried again.
-class policy {
+class ZKR_EXPORT policy {
 public:
     virtual ~policy() = default;
 
@@ -39,6 +43,7 @@ public:
     virtual std::optional<std::chrono::milliseconds> next_sleep(const attempt& a) const = 0;
 };
 
+/// How policies are passed around and shared (client_options::retry_policy).
 using policy_ptr = std::shared_ptr<const policy>;
 
 /// The most retries the exponential policies allow. As in Curator, a larger max_retries is
@@ -52,8 +57,9 @@ inline constexpr int max_exponential_retries = 29;
 /// The product saturates at max_sleep instead of overflowing.
 /// Throws std::invalid_argument for a negative base_sleep or max_retries, a max_sleep below
 /// base_sleep, or an empty random source.
-class exponential_backoff final : public policy {
+class ZKR_EXPORT exponential_backoff final : public policy {
 public:
+    /// See the class; max_sleep defaults to no cap, random to default_random_source().
     exponential_backoff(std::chrono::milliseconds base_sleep, int max_retries,
                         std::chrono::milliseconds max_sleep = std::chrono::milliseconds::max(),
                         random_source random = default_random_source());
@@ -68,8 +74,9 @@ private:
 };
 
 /// Curator's BoundedExponentialBackoffRetry: exponential_backoff with a cap that must be given.
-class bounded_exponential_backoff final : public policy {
+class ZKR_EXPORT bounded_exponential_backoff final : public policy {
 public:
+    /// As exponential_backoff(base_sleep, max_retries, max_sleep, random); the same checks.
     bounded_exponential_backoff(std::chrono::milliseconds base_sleep,
                                 std::chrono::milliseconds max_sleep, int max_retries,
                                 random_source random = default_random_source());
@@ -85,8 +92,9 @@ private:
 
 /// Retries up to n times, sleeping the same time before each. n == 0 never retries.
 /// Throws std::invalid_argument for a negative n or sleep.
-class retry_n_times final : public policy {
+class ZKR_EXPORT retry_n_times final : public policy {
 public:
+    /// At most `n` retries, `sleep` before each.
     retry_n_times(int n, std::chrono::milliseconds sleep);
 
     std::optional<std::chrono::milliseconds> next_sleep(const attempt& a) const override;
@@ -97,8 +105,9 @@ private:
 };
 
 /// Retries once, after the given sleep. Throws std::invalid_argument for a negative sleep.
-class retry_one_time final : public policy {
+class ZKR_EXPORT retry_one_time final : public policy {
 public:
+    /// One retry, after `sleep`.
     explicit retry_one_time(std::chrono::milliseconds sleep);
 
     std::optional<std::chrono::milliseconds> next_sleep(const attempt& a) const override;
@@ -110,8 +119,9 @@ private:
 /// Retries, sleeping `sleep` each time, until a.elapsed reaches max_elapsed. Never sleeps past
 /// that deadline: the last sleep is trimmed to the time left.
 /// Throws std::invalid_argument for a negative max_elapsed or sleep.
-class retry_until_elapsed final : public policy {
+class ZKR_EXPORT retry_until_elapsed final : public policy {
 public:
+    /// Retries until `max_elapsed` has passed since the first try, `sleep` before each.
     retry_until_elapsed(std::chrono::milliseconds max_elapsed, std::chrono::milliseconds sleep);
 
     std::optional<std::chrono::milliseconds> next_sleep(const attempt& a) const override;
@@ -124,8 +134,9 @@ private:
 /// Never gives up; sleeps `interval` before each retry.
 /// Throws std::invalid_argument unless interval > 0: a zero interval would hammer the
 /// ensemble forever.
-class retry_forever final : public policy {
+class ZKR_EXPORT retry_forever final : public policy {
 public:
+    /// Retries forever, `interval` before each.
     explicit retry_forever(std::chrono::milliseconds interval);
 
     std::optional<std::chrono::milliseconds> next_sleep(const attempt& a) const override;
@@ -137,8 +148,9 @@ private:
 /// Wraps another policy, but never retries once the session is lost (zkr::is_session_lost):
 /// nothing tried on a dead session can succeed, and its locks and ephemerals are gone anyway.
 /// Every other failure is left to the delegate. Throws std::invalid_argument for a null delegate.
-class session_failed final : public policy {
+class ZKR_EXPORT session_failed final : public policy {
 public:
+    /// Leaves every decision to `delegate`, except that a lost session is never retried.
     explicit session_failed(policy_ptr delegate);
 
     std::optional<std::chrono::milliseconds> next_sleep(const attempt& a) const override;
@@ -152,8 +164,9 @@ private:
 /// attempt itself lasts until the C client's connect timeout (2/3 of the session timeout), so
 /// retries alone say little about how long a call takes. Throws std::invalid_argument for a
 /// null delegate or a negative max_elapsed.
-class within final : public policy {
+class ZKR_EXPORT within final : public policy {
 public:
+    /// Leaves every decision to `delegate` until `max_elapsed` has passed since the first try.
     within(policy_ptr delegate, std::chrono::milliseconds max_elapsed);
 
     std::optional<std::chrono::milliseconds> next_sleep(const attempt& a) const override;
@@ -166,6 +179,6 @@ private:
 /// The policy zkr uses when none is given: exponential_backoff with a 100 ms base, at most
 /// 5 retries and sleeps capped at 2000 ms (at most 4.6 s of sleeping in all), and no retry
 /// begun once 10 s have passed since the first try.
-policy_ptr default_policy();
+ZKR_EXPORT policy_ptr default_policy();
 
 }  // namespace zkr::retry

@@ -1,5 +1,7 @@
-// zkr::watch — a one-shot ZooKeeper watch, delivered as the completion of an async wait.
+/// \file
+/// zkr::watch — a one-shot ZooKeeper watch, delivered as the completion of an async wait.
 #pragma once
+#include "zkr/export.hpp"
 
 #include "zkr/error.hpp"
 
@@ -14,13 +16,22 @@
 
 namespace zkr {
 
-enum class event_type { created, deleted, changed, child, not_watching };
-const char* to_string(event_type t) noexcept;
+/// What happened to a watched node.
+enum class event_type {
+    created,      ///< the node was created (a watch left by exists)
+    deleted,      ///< the node was deleted
+    changed,      ///< the node's data changed
+    child,        ///< a child was added or removed (a watch left by get_children)
+    not_watching  ///< the watch ended without the node changing, e.g. because another watch of
+                  ///< this client on the same path was removed (ZooKeeper removes them together)
+};
+/// The event type's name ("created", "deleted", ...).
+ZKR_EXPORT const char* to_string(event_type t) noexcept;
 
 /// What a watch reports when it fires.
 struct watch_event {
-    event_type type = event_type::changed;
-    std::string path;
+    event_type type = event_type::changed;  ///< what happened
+    std::string path;                       ///< the watched node
 };
 
 namespace detail {
@@ -28,17 +39,19 @@ struct watch_state;
 struct watch_access;
 using watch_handler = boost::asio::any_completion_handler<void(error_code, watch_event)>;
 using void_handler = boost::asio::any_completion_handler<void(error_code)>;
-void start_watch_wait(const std::shared_ptr<watch_state>& state, watch_handler handler);
-void start_watch_remove(const std::shared_ptr<watch_state>& state, void_handler handler);
+ZKR_EXPORT void start_watch_wait(const std::shared_ptr<watch_state>& state, watch_handler handler);
+ZKR_EXPORT void start_watch_remove(const std::shared_ptr<watch_state>& state, void_handler handler);
 }  // namespace detail
 
 /// A watch left by a read (`exists`, `get_data`, `get_children` with `zkr::set_watch`).
 /// It fires once. It ends with an error instead when its session is lost
 /// (errc::session_expired), the client is closed (errc::client_closed) or it is removed
 /// (errc::watch_removed). Copies share one watch. Only one wait may be pending at a time.
-class watch {
+class ZKR_EXPORT watch {
 public:
+    /// No watch (valid() is false).
     watch() = default;
+    /// Made by the client's reads; not for users.
     explicit watch(std::shared_ptr<detail::watch_state> state) : state_(std::move(state)) {}
 
     /// False for a default-constructed watch or a read that left none.

@@ -1,4 +1,5 @@
-// zkr: ZooKeeper recipes for C++ — the umbrella header.
+/// \file
+/// zkr: ZooKeeper recipes for C++ — the umbrella header.
 #pragma once
 
 #include "zkr/client.hpp"
@@ -12,4 +13,11 @@
 #include "zkr/retry.hpp"
 #include "zkr/shared_mutex.hpp"
 #include "zkr/types.hpp"
+#include "zkr/version.hpp"
 #include "zkr/watch.hpp"
+
+/// \namespace zkr
+/// ZooKeeper lock recipes for C++, in the style of Apache Curator and wire-compatible with it:
+/// zkr::client (one ZooKeeper session, kept alive and renewed), zkr::mutex and zkr::shared_mutex
+/// (distributed locks; zkr::lock_view is one side of a lock, zkr::lock_hold an async hold), and
+/// the plain data they exchange. zkr::detail is internal, not API.

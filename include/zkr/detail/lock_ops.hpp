@@ -1,6 +1,7 @@
 // Internal: the non-template side of zkr::mutex, zkr::shared_mutex and zkr::lock_hold (one lock
 // engine behind all of them).
 #pragma once
+#include "zkr/export.hpp"
 
 #include "zkr/client.hpp"
 #include "zkr/detail/initiation.hpp"
@@ -31,49 +32,49 @@ struct lock_target {
     bool read_write = false;
 };
 
-lock_target make_lock_target(client& c, std::string path, bool read_write, const char* who);
+ZKR_EXPORT lock_target make_lock_target(client& c, std::string path, bool read_write, const char* who);
 
 /// Takes the lock for the calling thread (re-entering its hold if it has one). `wait` false: one
 /// round. Returns false when a try or a deadline found it taken, or (timed and tries only) when
 /// connection trouble kept it from finding out; other failures throw zkr::system_error, or fill
 /// `*ec` when given.
-bool acquire(const lock_target& t, bool write, bool wait, std::optional<std::chrono::steady_clock::time_point> deadline,
+ZKR_EXPORT bool acquire(const lock_target& t, bool write, bool wait, std::optional<std::chrono::steady_clock::time_point> deadline,
              error_code* ec);
 
 using hold_handler = boost::asio::any_completion_handler<void(error_code, zkr::lock_hold)>;
 using void_lock_handler = boost::asio::any_completion_handler<void(error_code)>;
 
 /// The async form: a hold of its own, owned by the lock_hold it completes with.
-void start_acquire(const lock_target& t, bool write, hold_handler handler);
+ZKR_EXPORT void start_acquire(const lock_target& t, bool write, hold_handler handler);
 
 /// One release by the calling thread; false (logged, counted) if it holds nothing here.
-bool unlock(const lock_target& t, bool write) noexcept;
+ZKR_EXPORT bool unlock(const lock_target& t, bool write) noexcept;
 /// One release by the calling thread: errc::not_owner if it holds nothing here.
-error_code release(const lock_target& t, bool write);
+ZKR_EXPORT error_code release(const lock_target& t, bool write);
 
-int hold_count(const lock_target& t, bool write);
-lock_state state(const lock_target& t, bool write);
-std::chrono::steady_clock::time_point valid_until(const lock_target& t, bool write);
-std::int64_t fencing_token(const lock_target& t, bool write);
-std::string node_path(const lock_target& t, bool write);
-bool acquired_in_process(const lock_target& t);
-std::vector<participant> participants(const lock_target& t);
-subscription on_lost(const lock_target& t, std::function<void(const std::string&)> fn);
-void start_wait_lost(const lock_target& t, bool write, void_lock_handler handler);
-lock_statistics statistics(const lock_target& t);
-boost::asio::any_io_executor executor(const lock_target& t);
+ZKR_EXPORT int hold_count(const lock_target& t, bool write);
+ZKR_EXPORT lock_state state(const lock_target& t, bool write);
+ZKR_EXPORT std::chrono::steady_clock::time_point valid_until(const lock_target& t, bool write);
+ZKR_EXPORT std::int64_t fencing_token(const lock_target& t, bool write);
+ZKR_EXPORT std::string node_path(const lock_target& t, bool write);
+ZKR_EXPORT bool acquired_in_process(const lock_target& t);
+ZKR_EXPORT std::vector<participant> participants(const lock_target& t);
+ZKR_EXPORT subscription on_lost(const lock_target& t, std::function<void(const std::string&)> fn);
+ZKR_EXPORT void start_wait_lost(const lock_target& t, bool write, void_lock_handler handler);
+ZKR_EXPORT lock_statistics statistics(const lock_target& t);
+ZKR_EXPORT boost::asio::any_io_executor executor(const lock_target& t);
 
 // lock_hold's side.
-void release_hold(const std::shared_ptr<lock_engine>& e, const std::shared_ptr<hold>& h) noexcept;
-void start_release_hold(const std::shared_ptr<lock_engine>& e, const std::shared_ptr<hold>& h, void_lock_handler handler);
-void start_hold_wait_lost(const std::shared_ptr<lock_engine>& e, const std::shared_ptr<hold>& h, void_lock_handler handler);
-lock_state hold_state(const lock_engine& e, const hold& h);
-std::chrono::steady_clock::time_point hold_valid_until(const lock_engine& e, const hold& h);
-std::int64_t hold_fencing_token(const hold& h) noexcept;
-const std::string& hold_node_path(const hold& h) noexcept;
-const std::string& hold_lock_path(const hold& h) noexcept;
-bool hold_is_shared(const hold& h) noexcept;
-boost::asio::any_io_executor engine_executor(const lock_engine& e);
+ZKR_EXPORT void release_hold(const std::shared_ptr<lock_engine>& e, const std::shared_ptr<hold>& h) noexcept;
+ZKR_EXPORT void start_release_hold(const std::shared_ptr<lock_engine>& e, const std::shared_ptr<hold>& h, void_lock_handler handler);
+ZKR_EXPORT void start_hold_wait_lost(const std::shared_ptr<lock_engine>& e, const std::shared_ptr<hold>& h, void_lock_handler handler);
+ZKR_EXPORT lock_state hold_state(const lock_engine& e, const hold& h);
+ZKR_EXPORT std::chrono::steady_clock::time_point hold_valid_until(const lock_engine& e, const hold& h);
+ZKR_EXPORT std::int64_t hold_fencing_token(const hold& h) noexcept;
+ZKR_EXPORT const std::string& hold_node_path(const hold& h) noexcept;
+ZKR_EXPORT const std::string& hold_lock_path(const hold& h) noexcept;
+ZKR_EXPORT bool hold_is_shared(const hold& h) noexcept;
+ZKR_EXPORT boost::asio::any_io_executor engine_executor(const lock_engine& e);
 
 template <class Clock, class Duration>
 std::chrono::steady_clock::time_point to_steady(const std::chrono::time_point<Clock, Duration>& t) {

@@ -1,0 +1,39 @@
+# Debian packages (cpack -G DEB, see scripts/package.sh): libzkr0.2 with the shared library,
+# libzkr-dev with headers, the CMake config and the pkg-config file, zklock with the tool. Build them from a
+# tree configured with -DCMAKE_INSTALL_PREFIX=/usr so paths follow Debian's (multiarch libdir).
+set(CPACK_PACKAGE_NAME zkr)
+set(CPACK_PACKAGE_VENDOR "zkr developers")
+set(CPACK_PACKAGE_CONTACT "zkr developers <zkr@localhost>")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "ZooKeeper recipes for C++: distributed locks")
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_RESOURCE_FILE_LICENSE ${CMAKE_CURRENT_SOURCE_DIR}/LICENSE)
+set(CPACK_PACKAGING_INSTALL_PREFIX ${CMAKE_INSTALL_PREFIX})
+
+set(CPACK_DEB_COMPONENT_INSTALL ON)
+set(CPACK_COMPONENTS_ALL runtime dev tools)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SECTION libs)
+set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "https://zookeeper.apache.org/")
+
+# The runtime: Debian's naming for a shared library is lib<name><soversion>.
+set(zkr_runtime_package libzkr${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME ${zkr_runtime_package})
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_SHLIBDEPS ON)  # libzookeeper-mt2, libstdc++6, libc6 from the binary
+set(CPACK_DEBIAN_RUNTIME_DESCRIPTION
+    "ZooKeeper recipes for C++ (shared library)\n Exclusive reentrant and read/write distributed locks on ZooKeeper, wire-compatible\n with Apache Curator, with fencing tokens and lock-loss notification.")
+
+set(CPACK_DEBIAN_DEV_PACKAGE_NAME libzkr-dev)
+set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
+set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
+    "${zkr_runtime_package} (= ${PROJECT_VERSION}), libzookeeper-mt-dev, libboost1.81-dev, pkg-config")
+set(CPACK_DEBIAN_DEV_DESCRIPTION
+    "ZooKeeper recipes for C++ (development files)\n Headers, CMake package (find_package(zkr)) and pkg-config file (zkr.pc).")
+
+set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME zklock)
+set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION admin)
+set(CPACK_DEBIAN_TOOLS_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_TOOLS_PACKAGE_DEPENDS "${zkr_runtime_package} (= ${PROJECT_VERSION})")
+set(CPACK_DEBIAN_TOOLS_DESCRIPTION
+    "Run a command under a ZooKeeper lock (like flock), show and watch lock queues\n zklock run/status/watch/release-stale, on zkr; reads Curator's and kazoo's locks too.")
+
+include(CPack)
