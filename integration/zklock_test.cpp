@@ -1,0 +1,684 @@
+// zklock, the command-line tool, against a real server: each test runs the zklock binary
+// (ZKLOCK_BIN, set by the build) as operators would, and checks what it did in ZooKeeper.
+#include "support/child_process.hpp"
+#include "support/curator_driver.hpp"
+#include "support/session_tools.hpp"
+#include "support/zk_cluster.hpp"
+#include "zkr/client.hpp"
+#include "zkr/shared_mutex.hpp"
+#include "zkr/version.hpp"
+
+#include <boost/asio/use_future.hpp>
+#include <catch2/catch.hpp>
+#include <zookeeper/zookeeper.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using zkr::test::child_process;
+using zkr::test::eventually;
+using zkr::test::queue_length;
+using zkr::test::test_connect_string;
+using zkr::test::test_options;
+using zkr::test::unique_path;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+// zklock's exit codes (tools/zklock/exit_codes.hpp).
+constexpr int exit_refused = 1, exit_usage = 64, exit_unavailable = 69, exit_lost = 70, exit_timed_out = 75;
+
+std::string shell_quote(const std::string& s) {
+    std::string out = "'";
+    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+}
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+std::string trimmed(std::string s) {
+    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+    return s;
+}
+
+bool file_exists(const std::string& path) { return std::filesystem::exists(path); }
+
+void touch(const std::string& path) { std::ofstream(path) << "x\n"; }
+
+// A directory for one test's marker files, removed with them.
+class scratch_dir {
+public:
+    scratch_dir() {
+        char name[] = "/tmp/zklock-test-XXXXXX";
+        if (!mkdtemp(name)) throw std::runtime_error("mkdtemp failed");
+        path_ = name;
+    }
+    ~scratch_dir() {
+        std::error_code ignored;
+        std::filesystem::remove_all(path_, ignored);
+    }
+    std::string operator/(const std::string& file) const { return path_ + "/" + file; }
+
+private:
+    std::string path_;
+};
+
+// One zklock process: its stdout through the pipe of child_process, its stderr into a file.
+// If a test ends with it still running, it gets SIGTERM (which it forwards to its command),
+// then SIGKILL: no process is left behind.
+class zklock_process {
+public:
+    zklock_process(const std::vector<std::string>& args, const scratch_dir& dir)
+        : stderr_file_(dir / ("zklock-stderr-" + std::to_string(++count_))), process_(command_line(args, stderr_file_)) {}
+    ~zklock_process() {
+        if (!finished_ && kill(process_.pid(), 0) == 0) {
+            kill(process_.pid(), SIGTERM);
+            process_.wait(5s);
+        }
+    }
+    /// Its exit code; -1 if it did not exit within `timeout` (or was killed by a signal).
+    int wait(std::chrono::milliseconds timeout = 20s) {
+        int code = process_.wait(timeout);
+        finished_ = code != -1 || kill(process_.pid(), 0) != 0;
+        return code;
+    }
+    std::optional<std::string> read_line(std::chrono::milliseconds timeout = 15s) { return process_.read_line(timeout); }
+    std::string error_output() const { return read_file(stderr_file_); }
+    pid_t pid() const { return process_.pid(); }
+
+private:
+    static std::string command_line(const std::vector<std::string>& args, const std::string& stderr_file) {
+        std::string command = "exec " + shell_quote(ZKLOCK_BIN);
+        for (const auto& a : args) command += " " + shell_quote(a);
+        return command + " 2>" + shell_quote(stderr_file);
+    }
+    static inline int count_ = 0;
+    std::string stderr_file_;
+    child_process process_;
+    bool finished_ = false;
+};
+
+// A command for `zklock run`: records its lock environment in <dir>/<name>.*, then waits until
+// <dir>/<name>.go exists (or zklock, its parent, is gone, so it never outlives a test), exits 7.
+std::vector<std::string> holding_command(const scratch_dir& dir, const std::string& name) {
+    std::string at = dir / name;
+    return {"/bin/sh", "-c",
+            "echo \"$ZKLOCK_FENCING_TOKEN\" > '" + at + ".token'; echo \"$ZKLOCK_PATH\" > '" + at + ".path'; "
+            "echo $$ > '" + at + ".pid'; echo \"$ZKLOCK_NODE\" > '" + at + ".node.tmp'; mv '" + at + ".node.tmp' '" + at + ".node'; "
+            "while [ ! -e '" + at + ".go' ] && kill -0 $PPID 2>/dev/null; do sleep 0.05; done; exit 7"};
+}
+
+std::vector<std::string> run_args(const std::string& path, const std::vector<std::string>& command,
+                                  std::vector<std::string> options = {}) {
+    std::vector<std::string> args{"run", "--connect", test_connect_string()};
+    args.insert(args.end(), options.begin(), options.end());
+    args.push_back(path);
+    args.push_back("--");
+    args.insert(args.end(), command.begin(), command.end());
+    return args;
+}
+
+// Waits until `path` has `n` children (up to 15 s, for process start-up on a loaded machine);
+// else fails, showing the queue and what the zklock processes said on stderr.
+void require_queue_length(zkr::client& c, const std::string& path, std::size_t n,
+                          const std::vector<const zklock_process*>& processes) {
+    if (eventually([&] { return queue_length(c, path) == n; }, 15s)) return;
+    std::string report = "expected " + std::to_string(n) + " nodes under " + path + ", found " +
+                         std::to_string(queue_length(c, path));
+    for (const auto* p : processes) report += "\nzklock " + std::to_string(p->pid()) + " stderr: " + p->error_output();
+    FAIL(report);
+}
+
+// The node zklock's command reported in <name>.node, once it has started.
+std::string started_node(const scratch_dir& dir, const std::string& name) {
+    REQUIRE(eventually([&] { return file_exists(dir / (name + ".node")); }, 15s));
+    return trimmed(read_file(dir / (name + ".node")));
+}
+
+std::string node_name(const std::string& node_path) { return node_path.substr(node_path.rfind('/') + 1); }
+
+// Children of `path` in queue order (by the sequence after the marker: its last 10 digits).
+std::vector<std::string> queue_of(zkr::client& c, const std::string& path) {
+    zkr::error_code ec;
+    auto children = c.get_children(path, ec).children;
+    std::sort(children.begin(), children.end(),
+              [](const std::string& a, const std::string& b) { return a.substr(a.size() - 10) < b.substr(b.size() - 10); });
+    return children;
+}
+
+std::string hex_session(std::int64_t session) {
+    char text[24];
+    std::snprintf(text, sizeof text, "%llx", static_cast<unsigned long long>(session));
+    return text;
+}
+
+// The password ZooKeeper gives session `id`: ZooKeeperServer.generatePasswd seeds
+// java.util.Random with id ^ 0xB3415C00 and takes 16 bytes. It lets a test join — and so
+// expire — the session of another process, knowing only its id (a lock node's ephemeral owner).
+std::string zookeeper_session_password(std::int64_t id) {
+    constexpr std::uint64_t mask = (std::uint64_t{1} << 48) - 1;
+    std::uint64_t seed = (static_cast<std::uint64_t>(id) ^ 0xB3415C00ULL ^ 0x5DEECE66DULL) & mask;
+    auto next_int = [&] {
+        seed = (seed * 0x5DEECE66DULL + 0xBULL) & mask;
+        return static_cast<std::uint32_t>(seed >> 16);
+    };
+    std::string password;
+    while (password.size() < 16) {
+        std::uint32_t random = next_int();
+        for (int n = 0; n < 4 && password.size() < 16; ++n, random >>= 8) password.push_back(static_cast<char>(random & 0xff));
+    }
+    return password;
+}
+
+struct session_event_flag {
+    std::mutex mutex;
+    std::condition_variable changed;
+    bool connected = false;
+};
+
+void on_session_event(zhandle_t*, int type, int state, const char*, void* context) {
+    if (type != ZOO_SESSION_EVENT) return;
+    auto* flag = static_cast<session_event_flag*>(context);
+    std::lock_guard lock(flag->mutex);
+    flag->connected = state == ZOO_CONNECTED_STATE;
+    flag->changed.notify_all();
+}
+
+// Joins session `id` with a second handle and closes it there: the server ends the session as
+// if it had expired. (session_tools' expire_session needs the zkr::client in this process;
+// zklock's is in another one, so this joins with the password derived from the id alone.)
+void join_and_close_session(const std::string& connect, std::int64_t id) {
+    session_event_flag flag;
+    clientid_t credentials{};
+    credentials.client_id = id;
+    std::string password = zookeeper_session_password(id);
+    std::copy(password.begin(), password.end(), credentials.passwd);
+    zhandle_t* handle = zookeeper_init(connect.c_str(), &on_session_event, 10000, &credentials, &flag, 0);
+    if (!handle) return;
+    {
+        std::unique_lock lock(flag.mutex);
+        flag.changed.wait_for(lock, 5s, [&] { return flag.connected; });
+    }
+    zookeeper_close(handle);  // on the joined session: closes it
+}
+
+// Expires the session of zklock (process `pid`) from outside, as the server would. zklock is
+// frozen meanwhile (well within its session timeout): otherwise its client could reconnect and
+// take its session back between our join and our close.
+void expire_foreign_session(pid_t pid, std::int64_t session, const std::function<bool()>& gone) {
+    for (int attempt = 0; attempt < 5 && !gone(); ++attempt) {
+        kill(pid, SIGSTOP);
+        join_and_close_session(test_connect_string(), session);
+        kill(pid, SIGCONT);
+        if (eventually(gone, 3s)) return;
+    }
+    FAIL("the session survived five attempts to expire it");
+}
+
+// A loopback port nobody listens on: connecting is refused at once.
+int unused_port() {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = 0;
+    socklen_t length = sizeof address;
+    if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+        getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0)
+        throw std::runtime_error("cannot find a free port");
+    close(fd);
+    return ntohs(address.sin_port);
+}
+
+long long ms_since(clock_type::time_point t) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t).count();
+}
+
+std::string host_name() {
+    char name[256] = {};
+    gethostname(name, sizeof name - 1);
+    return name;
+}
+
+}  // namespace
+
+TEST_CASE("zklock --version and --help", "[zklock]") {
+    scratch_dir dir;
+    zklock_process version({"--version"}, dir);
+    CHECK(version.read_line() == std::optional<std::string>(std::string("zklock ") + zkr::version()));
+    CHECK(version.wait() == 0);
+
+    zklock_process help({"--help"}, dir);
+    std::string text;
+    while (auto line = help.read_line(5s)) text += *line + "\n";
+    CHECK(help.wait() == 0);
+    for (const char* expected : {"run", "status", "watch", "release-stale", "64", "69", "70", "75"})
+        CHECK(text.find(expected) != std::string::npos);
+
+    zklock_process run_help({"run", "--help"}, dir);
+    text.clear();
+    while (auto line = run_help.read_line(5s)) text += *line + "\n";
+    CHECK(run_help.wait() == 0);
+    CHECK(text.find("--lost-signal") != std::string::npos);
+    CHECK(text.find("ZKLOCK_FENCING_TOKEN") != std::string::npos);
+}
+
+TEST_CASE("zklock run returns the command's status and exports the fencing token and node", "[zklock]") {
+    scratch_dir dir;
+    std::string path = unique_path("zklock-run");
+    zkr::client observer(test_options(test_connect_string()));
+    zklock_process zklock(run_args(path, holding_command(dir, "a")), dir);
+
+    std::string node = started_node(dir, "a");
+    CHECK(node.rfind(path + "/_c_", 0) == 0);
+    CHECK(node.find("-__WRIT__") != std::string::npos);  // exclusive: the write side
+    CHECK(trimmed(read_file(dir / "a.path")) == path);
+    auto stat = observer.exists(node);
+    REQUIRE(stat.exists);
+    CHECK(trimmed(read_file(dir / "a.token")) == std::to_string(stat.stat.czxid));
+    CHECK(stat.stat.ephemeral_owner != 0);
+
+    touch(dir / "a.go");
+    CHECK(zklock.wait() == 7);
+    CHECK_FALSE(observer.exists(node).exists);
+    CHECK(zklock.error_output().empty());
+}
+
+TEST_CASE("zklock run: exclusive runs exclude each other, shared runs share, a shared run waits for an exclusive one", "[zklock]") {
+    scratch_dir dir;
+    std::string path = unique_path("zklock-exclusion");
+    zkr::client observer(test_options(test_connect_string()));
+
+    zklock_process first(run_args(path, holding_command(dir, "first")), dir);
+    started_node(dir, "first");
+    zklock_process second(run_args(path, holding_command(dir, "second")), dir);
+    require_queue_length(observer, path, 2, {&first, &second});
+    zklock_process reader(run_args(path, holding_command(dir, "reader"), {"--shared"}), dir);
+    require_queue_length(observer, path, 3, {&first, &second, &reader});
+    std::this_thread::sleep_for(1s);
+    CHECK_FALSE(file_exists(dir / "second.node"));  // exclusive behind exclusive
+    CHECK_FALSE(file_exists(dir / "reader.node"));  // shared behind exclusive
+
+    touch(dir / "first.go");
+    CHECK(first.wait() == 7);
+    started_node(dir, "second");
+    std::this_thread::sleep_for(500ms);
+    CHECK_FALSE(file_exists(dir / "reader.node"));  // still behind the second writer
+
+    touch(dir / "second.go");
+    CHECK(second.wait() == 7);
+    started_node(dir, "reader");
+    // Another shared run joins the one holding at once.
+    zklock_process other_reader(run_args(path, holding_command(dir, "other"), {"--shared"}), dir);
+    started_node(dir, "other");
+    CHECK_FALSE(file_exists(dir / "reader.go"));  // both hold together
+
+    touch(dir / "reader.go");
+    touch(dir / "other.go");
+    CHECK(reader.wait() == 7);
+    CHECK(other_reader.wait() == 7);
+    CHECK(eventually([&] { return queue_length(observer, path) == 0; }));
+}
+
+TEST_CASE("zklock run --timeout while another holds: the timeout code, and no node left", "[zklock]") {
+    scratch_dir dir;
+    std::string path = unique_path("zklock-timeout");
+    zkr::client observer(test_options(test_connect_string()));
+    zklock_process holder(run_args(path, holding_command(dir, "holder"), {"--shared"}), dir);
+    std::string held = started_node(dir, "holder");
+
+    auto start = clock_type::now();
+    zklock_process late(run_args(path, holding_command(dir, "late"), {"--timeout", "1500ms"}), dir);
+    CHECK(late.wait() == exit_timed_out);
+    CHECK(ms_since(start) >= 1500);
+    CHECK(ms_since(start) < 8000);
+    CHECK(late.error_output().find("timed out") != std::string::npos);
+    CHECK(late.error_output().find(path) != std::string::npos);
+    CHECK_FALSE(file_exists(dir / "late.node"));
+    CHECK(queue_of(observer, path) == std::vector<std::string>{node_name(held)});
+
+    touch(dir / "holder.go");
+    CHECK(holder.wait() == 7);
+}
+
+TEST_CASE("zklock run: SIGTERM while waiting cancels the wait and leaves no node", "[zklock]") {
+    scratch_dir dir;
+    std::string path = unique_path("zklock-cancel");
+    zkr::client observer(test_options(test_connect_string()));
+    zklock_process holder(run_args(path, holding_command(dir, "holder")), dir);
+    std::string held = started_node(dir, "holder");
+    zklock_process waiter(run_args(path, holding_command(dir, "waiter")), dir);
+    require_queue_length(observer, path, 2, {&holder, &waiter});
+
+    kill(waiter.pid(), SIGTERM);
+    CHECK(waiter.wait() == 128 + SIGTERM);
+    CHECK(waiter.error_output().find("interrupted by SIGTERM") != std::string::npos);
+    CHECK(eventually([&] { return queue_of(observer, path) == std::vector<std::string>{node_name(held)}; }));
+    CHECK_FALSE(file_exists(dir / "waiter.node"));
+
+    touch(dir / "holder.go");
+    CHECK(holder.wait() == 7);
+}
+
+TEST_CASE("zklock run forwards SIGTERM to the running command", "[zklock]") {
+    scratch_dir dir;
+    std::string path = unique_path("zklock-forward");
+    zkr::client observer(test_options(test_connect_string()));
+    std::string marker = dir / "term", ready = dir / "ready";
+    zklock_process zklock(run_args(path, {"/bin/sh", "-c",
+                                          "trap \"echo term > '" + marker + "'; exit 3\" TERM; touch '" + ready +
+                                              "'; while kill -0 $PPID 2>/dev/null; do sleep 0.05; done"}),
+                          dir);
+    REQUIRE(eventually([&] { return file_exists(ready); }, 15s));
+    kill(zklock.pid(), SIGTERM);
+    CHECK(zklock.wait() == 3);
+    CHECK(file_exists(marker));
+    CHECK(eventually([&] { return queue_length(observer, path) == 0; }));
+}
+
+TEST_CASE("zklock: an unreachable ensemble gives the unavailable code within the deadline", "[zklock]") {
+    scratch_dir dir;
+    std::string nowhere = "127.0.0.1:" + std::to_string(unused_port());
+
+    auto start = clock_type::now();
+    zklock_process run({"run", "--connect", nowhere, "--timeout", "2s", "/zklock-test/unreachable", "--", "true"}, dir);
+    CHECK(run.wait() == exit_unavailable);
+    CHECK(ms_since(start) < 6000);
+    CHECK(run.error_output().find(nowhere) != std::string::npos);
+
+    start = clock_type::now();
+    zklock_process status({"status", "--connect", nowhere, "--timeout", "2s", "/zklock-test/unreachable"}, dir);
+    CHECK(status.wait() == exit_unavailable);
+    CHECK(ms_since(start) < 6000);
+    CHECK(status.error_output().find(nowhere) != std::string::npos);
+}
+
+TEST_CASE("zklock: bad paths and arguments give the usage code and name what is wrong", "[zklock]") {
+    scratch_dir dir;
+    std::string connect = test_connect_string();
+    zklock_process relative({"run", "--connect", connect, "locks/no-slash", "--", "true"}, dir);
+    CHECK(relative.wait() == exit_usage);
+    CHECK(relative.error_output().find("\"locks/no-slash\"") != std::string::npos);
+
+    zklock_process empty_segment({"status", "--connect", connect, "/locks//double"}, dir);
+    CHECK(empty_segment.wait() == exit_usage);
+    CHECK(empty_segment.error_output().find("\"/locks//double\"") != std::string::npos);
+
+    zklock_process bad_duration({"run", "--connect", connect, "--timeout", "5x", "/locks/a", "--", "true"}, dir);
+    CHECK(bad_duration.wait() == exit_usage);
+    CHECK(bad_duration.error_output().find("--timeout") != std::string::npos);
+
+    zklock_process no_command({"run", "--connect", connect, "/locks/a", "--"}, dir);
+    CHECK(no_command.wait() == exit_usage);
+    CHECK(no_command.error_output().find("COMMAND") != std::string::npos);
+}
+
+TEST_CASE("zklock run: a command killed mid-hold gives 128+9 and its node goes", "[zklock]") {
+    scratch_dir dir;
+    std::string path = unique_path("zklock-killed");
+    zkr::client observer(test_options(test_connect_string()));
+    zklock_process zklock(run_args(path, holding_command(dir, "a")), dir);
+    std::string node = started_node(dir, "a");
+    REQUIRE(observer.exists(node).exists);
+
+    pid_t command = std::stoi(read_file(dir / "a.pid"));
+    kill(command, SIGKILL);
+    CHECK(zklock.wait() == 128 + SIGKILL);
+    CHECK(eventually([&] { return !observer.exists(node).exists; }));
+}
+
+TEST_CASE("zklock run: a lock lost while the command runs signals the command, exit code lost", "[zklock]") {
+    scratch_dir dir;
+    std::string path = unique_path("zklock-lost");
+    zkr::client observer(test_options(test_connect_string()));
+    std::string marker = dir / "term", node_file = dir / "node";
+    zklock_process zklock(run_args(path,
+                                   {"/bin/sh", "-c",
+                                    "trap \"echo term > '" + marker + "'; exit 0\" TERM; echo \"$ZKLOCK_NODE\" > '" +
+                                        node_file + ".tmp'; mv '" + node_file + ".tmp' '" + node_file +
+                                        "'; while kill -0 $PPID 2>/dev/null; do sleep 0.05; done"},
+                                   {"--session-timeout", "4s", "--grace", "5s"}),
+                          dir);
+    REQUIRE(eventually([&] { return file_exists(node_file); }, 15s));
+    std::string node = trimmed(read_file(node_file));
+    auto stat = observer.exists(node);
+    REQUIRE(stat.exists);
+
+    // zklock's session, found from its lock node, expired from outside.
+    expire_foreign_session(zklock.pid(), stat.stat.ephemeral_owner, [&] { return !observer.exists(node).exists; });
+    CHECK(zklock.wait() == exit_lost);
+    CHECK(trimmed(read_file(marker)) == "term");
+    CHECK(zklock.error_output().find("lost") != std::string::npos);
+    CHECK(zklock.error_output().find(path) != std::string::npos);
+}
+
+TEST_CASE("zklock status: holder first, then waiters, with owner and session, also as JSON", "[zklock]") {
+    scratch_dir dir;
+    std::string path = unique_path("zklock-status");
+    zkr::client observer(test_options(test_connect_string()));
+    zklock_process holder(run_args(path, holding_command(dir, "holder")), dir);
+    started_node(dir, "holder");
+    zklock_process reader(run_args(path, holding_command(dir, "reader"), {"--shared"}), dir);
+    require_queue_length(observer, path, 2, {&holder, &reader});
+    zklock_process writer(run_args(path, holding_command(dir, "writer")), dir);
+    require_queue_length(observer, path, 3, {&holder, &reader, &writer});
+    auto queue = queue_of(observer, path);
+    REQUIRE(queue.size() == 3);
+    auto holder_session = hex_session(observer.exists(path + "/" + queue[0]).stat.ephemeral_owner);
+
+    zklock_process status({"status", "--connect", test_connect_string(), path}, dir);
+    std::vector<std::string> lines;
+    while (auto line = status.read_line(10s)) lines.push_back(*line);
+    CHECK(status.wait() == 0);
+    INFO("status stderr: " << status.error_output());
+    REQUIRE(lines.size() == 5);  // summary, column names, three nodes
+    CHECK(lines[0] == path + ": 1 holder, 2 waiters");
+    CHECK(lines[2].find("holds") != std::string::npos);
+    CHECK(lines[2].find("writer") != std::string::npos);
+    CHECK(lines[2].find(queue[0]) != std::string::npos);
+    CHECK(lines[2].find("0x" + holder_session) != std::string::npos);
+    CHECK(lines[2].find("host=" + host_name() + " pid=" + std::to_string(holder.pid())) != std::string::npos);
+    CHECK(lines[3].find("waits") != std::string::npos);
+    CHECK(lines[3].find("reader") != std::string::npos);
+    CHECK(lines[3].find(queue[1]) != std::string::npos);
+    CHECK(lines[3].find("pid=" + std::to_string(reader.pid())) != std::string::npos);
+    CHECK(lines[4].find("waits") != std::string::npos);
+    CHECK(lines[4].find("writer") != std::string::npos);
+    CHECK(lines[4].find(queue[2]) != std::string::npos);
+
+    zklock_process json({"status", "--json", "--connect", test_connect_string(), path}, dir);
+    auto object = json.read_line(10s);
+    CHECK(json.wait() == 0);
+    REQUIRE(object);
+    CHECK(object->front() == '{');
+    CHECK(object->back() == '}');
+    CHECK(object->find("\"path\":\"" + path + "\"") != std::string::npos);
+    CHECK(object->find("\"holders\":1,\"waiters\":2,\"recipes\":[\"read-write\"]") != std::string::npos);
+    auto first = object->find("\"node\":\"" + queue[0] + "\",\"sequence\":");
+    auto second = object->find("\"node\":\"" + queue[1] + "\"");
+    auto third = object->find("\"node\":\"" + queue[2] + "\"");
+    CHECK(first < second);
+    CHECK(second < third);
+    CHECK(third != std::string::npos);
+    CHECK(object->find("\"role\":\"writer\",\"recipe\":\"read-write\",\"holds\":true,\"session\":\"0x" + holder_session + "\"",
+                       first) != std::string::npos);
+    CHECK(object->find("\"pid\":" + std::to_string(holder.pid())) != std::string::npos);
+
+    touch(dir / "holder.go");
+    touch(dir / "reader.go");
+    touch(dir / "writer.go");
+    CHECK(holder.wait() == 7);
+    CHECK(reader.wait() == 7);
+    CHECK(writer.wait() == 7);
+}
+
+TEST_CASE("zklock status shows a lock Curator holds, its data raw", "[zklock]") {
+    scratch_dir dir;
+    std::string connect = test_connect_string();
+    std::string path = unique_path("zklock-curator");
+    zkr::client observer(test_options(connect));
+    child_process curator(zkr::test::curator_command("hold " + connect + " " + path));
+    auto acquired = curator.read_line(30s);
+    REQUIRE(acquired);
+    REQUIRE(acquired->rfind("acquired ", 0) == 0);
+    std::string node = acquired->substr(9);
+    std::string data = observer.get_data(node).data;  // Curator writes its IP address
+
+    zklock_process status({"status", "--connect", connect, path}, dir);
+    std::vector<std::string> lines;
+    while (auto line = status.read_line(10s)) lines.push_back(*line);
+    CHECK(status.wait() == 0);
+    REQUIRE(lines.size() == 3);
+    CHECK(lines[0] == path + ": 1 holder, 0 waiters");
+    CHECK(lines[2].find("holds") != std::string::npos);
+    CHECK(lines[2].find(node_name(node)) != std::string::npos);
+    CHECK(lines[2].find("data \"" + data + "\"") != std::string::npos);
+
+    zklock_process json({"status", "--json", "--connect", connect, path}, dir);
+    auto object = json.read_line(10s);
+    CHECK(json.wait() == 0);
+    REQUIRE(object);
+    CHECK(object->find("\"owner\":null,\"data\":\"" + data + "\"") != std::string::npos);
+
+    curator.write_line("release");
+    CHECK(curator.read_line() == std::optional<std::string>("released"));
+    CHECK(curator.wait() == 0);
+}
+
+TEST_CASE("zklock status reads kazoo's lock nodes", "[zklock]") {
+    {
+        child_process probe("/usr/bin/python3 -c 'import kazoo' 2>/dev/null && echo yes");
+        if (probe.read_line(10s) != std::optional<std::string>("yes")) {
+            WARN("kazoo is not installed (python3-kazoo): skipped");
+            return;
+        }
+    }
+    scratch_dir dir;
+    std::string connect = test_connect_string();
+    std::string path = unique_path("zklock-kazoo");
+    const std::string script =
+        "import sys\n"
+        "from kazoo.client import KazooClient\n"
+        "zk = KazooClient(hosts=sys.argv[1]); zk.start(timeout=15)\n"
+        "lock = zk.Lock(sys.argv[2], 'kazoo-holder'); lock.acquire(timeout=15)\n"
+        "print('acquired', flush=True)\n"
+        "sys.stdin.readline()\n"
+        "lock.release(); zk.stop()\n";
+    child_process kazoo("exec /usr/bin/python3 -c " + shell_quote(script) + " " + shell_quote(connect) + " " + shell_quote(path));
+    REQUIRE(kazoo.read_line(20s) == std::optional<std::string>("acquired"));
+    // A zklock reader on the same path: kazoo's nodes are not zkr's (nor Curator's), so the two
+    // are separate locks, both held at once, and status says so.
+    zklock_process reader(run_args(path, holding_command(dir, "reader"), {"--shared"}), dir);
+    std::string reader_node = started_node(dir, "reader");
+
+    zklock_process status({"status", "--connect", connect, path}, dir);
+    std::vector<std::string> lines;
+    while (auto line = status.read_line(10s)) lines.push_back(*line);
+    CHECK(status.wait() == 0);
+    REQUIRE(lines.size() == 5);  // summary, column names, two nodes, the note
+    CHECK(lines[0] == path + ": 2 holders, 0 waiters");
+    CHECK(lines[2].find("holds") != std::string::npos);
+    CHECK(lines[2].find("writer") != std::string::npos);
+    CHECK(lines[2].find("data \"kazoo-holder\"") != std::string::npos);
+    CHECK(lines[2].find("__lock__") != std::string::npos);
+    CHECK(lines[3].find("holds") != std::string::npos);
+    CHECK(lines[3].find(node_name(reader_node)) != std::string::npos);
+    CHECK(lines[4].find("do not exclude each other") != std::string::npos);
+
+    zklock_process json({"status", "--json", "--connect", connect, path}, dir);
+    auto object = json.read_line(10s);
+    CHECK(json.wait() == 0);
+    REQUIRE(object);
+    CHECK(object->find("\"recipes\":[\"read-write\",\"kazoo\"]") != std::string::npos);
+    CHECK(object->find("\"role\":\"writer\",\"recipe\":\"kazoo\",\"holds\":true") != std::string::npos);
+    CHECK(object->find("\"data\":\"kazoo-holder\"") != std::string::npos);
+
+    kazoo.write_line("release");
+    CHECK(kazoo.wait() == 0);
+    touch(dir / "reader.go");
+    CHECK(reader.wait() == 7);
+}
+
+TEST_CASE("zklock watch prints an update when a waiter joins", "[zklock]") {
+    scratch_dir dir;
+    std::string connect = test_connect_string();
+    std::string path = unique_path("zklock-watch");
+    zkr::client holder_client(test_options(connect));
+    zkr::client waiter_client(test_options(connect));
+    zkr::shared_mutex holder(holder_client, path);
+    zkr::shared_mutex waiter(waiter_client, path);
+    holder.lock();
+
+    zklock_process watch({"watch", "--count", "1", "--connect", connect, path}, dir);
+    // The first status: the holder alone.
+    std::vector<std::string> first;
+    while (auto line = watch.read_line(10s)) {
+        first.push_back(*line);
+        if (line->find("holds") != std::string::npos) break;
+    }
+    REQUIRE(first.size() == 4);  // time, summary, column names, the holder
+    CHECK(first[0].rfind("--- ", 0) == 0);
+    CHECK(first[1] == path + ": 1 holder, 0 waiters");
+
+    auto waiting = waiter.async_lock_shared(asio::use_future);
+    std::vector<std::string> update;
+    while (auto line = watch.read_line(10s)) update.push_back(*line);
+    CHECK(watch.wait() == 0);  // --count 1: one change shown, then done
+    REQUIRE(update.size() == 5);
+    CHECK(update[1] == path + ": 1 holder, 1 waiter");
+    CHECK(update[4].find("waits") != std::string::npos);
+    CHECK(update[4].find("reader") != std::string::npos);
+
+    holder.unlock();
+    auto hold = waiting.get();
+    CHECK(hold.owns_lock());
+}
+
+TEST_CASE("zklock release-stale refuses without --yes, then removes only that session's nodes", "[zklock]") {
+    scratch_dir dir;
+    std::string connect = test_connect_string();
+    std::string path = unique_path("zklock-stale");
+    zkr::client live(test_options(connect));
+    zkr::client stale(test_options(connect));
+    live.create_parents(path);
+    auto kept = live.create(path + "/_c_11111111-2222-3333-4444-555555555555-__WRIT__", "zkr:1;host=h;pid=1;thread=1",
+                            zkr::create_mode::ephemeral_sequential).path;
+    auto stale_writer = stale.create(path + "/_c_66666666-7777-8888-9999-000000000000-__WRIT__", "x",
+                                     zkr::create_mode::ephemeral_sequential).path;
+    auto stale_reader = stale.create(path + "/_c_66666666-7777-8888-9999-000000000000-__READ__", "x",
+                                     zkr::create_mode::ephemeral_sequential).path;
+    std::string session = hex_session(stale.session_id());
+
+    zklock_process dry_run({"release-stale", "--connect", connect, "--session", session, path}, dir);
+    std::string listed;
+    while (auto line = dry_run.read_line(10s)) listed += *line + "\n";
+    CHECK(dry_run.wait() == exit_refused);
+    CHECK(listed.find(node_name(stale_writer)) != std::string::npos);
+    CHECK(listed.find(node_name(stale_reader)) != std::string::npos);
+    CHECK(listed.find(node_name(kept)) == std::string::npos);
+    CHECK(dry_run.error_output().find("--yes") != std::string::npos);
+    CHECK(queue_length(live, path) == 3);  // nothing removed
+
+    zklock_process removal({"release-stale", "--connect", connect, "--session", "0x" + session, "--yes", path}, dir);
+    CHECK(removal.wait() == 0);
+    CHECK(queue_of(live, path) == std::vector<std::string>{node_name(kept)});
+}

@@ -1,0 +1,361 @@
+#include "options.hpp"
+
+#include "duration.hpp"
+#include "exit_codes.hpp"
+#include "signals.hpp"
+
+#include <zkr/path.hpp>
+#include <zkr/version.hpp>
+
+#include <boost/program_options.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdlib>
+#include <sstream>
+
+namespace zklock {
+namespace po = boost::program_options;
+namespace {
+
+constexpr const char* overview = R"(zklock - ZooKeeper locks for shell scripts and operators (zkr's locks, wire-compatible
+with Apache Curator's InterProcessReadWriteLock).
+
+Usage:
+  zklock run [--shared] [--timeout D] [options] PATH -- COMMAND [ARGS...]
+  zklock status [--json] [options] PATH
+  zklock watch [--json] [--count N] [options] PATH
+  zklock release-stale --session ID [--yes] [options] PATH
+  zklock COMMAND --help | zklock --help | zklock --version
+
+Commands:
+  run            take the lock on PATH, run COMMAND, release the lock when it exits (like flock(1))
+  status         show PATH's queue: holders first, then waiters
+  watch          show the queue again on every change, until interrupted
+  release-stale  remove the lock nodes of one session (for operators; asks for --yes)
+)";
+
+// Columns of the option tables in --help.
+constexpr unsigned help_width = 100;
+
+constexpr const char* duration_help =
+    "Durations: 500ms, 10s, 2m, 1h; a bare number is seconds (1.5 = 1500ms).\n";
+
+// --- option value types, validated by Program_options (so its messages name the option) ---
+
+struct duration_value {
+    std::chrono::milliseconds value{};
+};
+struct signal_value {
+    int number = 0;
+};
+
+class invalid_value : public po::error_with_option_name {
+public:
+    invalid_value(const std::string& token, const std::string& expected)
+        : po::error_with_option_name("the argument ('%value%') for option '%canonical_option%' is invalid: " + expected) {
+        set_substitute("value", token);
+    }
+};
+
+void validate(boost::any& out, const std::vector<std::string>& values, duration_value*, int) {
+    po::validators::check_first_occurrence(out);
+    const std::string& token = po::validators::get_single_string(values);
+    auto parsed = parse_duration(token);
+    if (!parsed) throw invalid_value(token, "expected a duration such as 500ms, 10s or 2m");
+    out = duration_value{*parsed};
+}
+
+void validate(boost::any& out, const std::vector<std::string>& values, signal_value*, int) {
+    po::validators::check_first_occurrence(out);
+    const std::string& token = po::validators::get_single_string(values);
+    auto parsed = parse_signal(token);
+    if (!parsed) throw invalid_value(token, "expected a signal name or number such as TERM, INT or 9");
+    out = signal_value{*parsed};
+}
+
+// --- the options of each subcommand ---
+
+po::options_description connection_description() {
+    po::options_description d("Connection options", help_width, help_width / 2);
+    d.add_options()
+        ("connect", po::value<std::string>()->value_name("HOSTS"),
+         "the ensemble: host:port[,host:port...][/chroot] (default: $ZK_CONNECT)")
+        ("auth", po::value<std::vector<std::string>>()->value_name("USER:PASSWORD")->composing(),
+         "digest credentials added to the session; repeatable (default: $ZK_AUTH, one USER:PASSWORD)")
+        ("session-timeout", po::value<duration_value>()->value_name("D")->default_value({std::chrono::seconds(10)}, "10s"),
+         "ZooKeeper session timeout to ask for")
+        ("verbose", "show zkr's and the ZooKeeper C client's warnings on stderr")
+        ("help,h", "show this help");
+    return d;
+}
+
+struct parsed_args {
+    po::variables_map values;
+    bool help = false;
+};
+
+// Parses `args` with `visible` + `hidden` options; positional arguments go to `positional`.
+parsed_args parse_args(const std::string& command, const std::vector<std::string>& args,
+                       const po::options_description& visible, const po::options_description& hidden,
+                       const po::positional_options_description& positional) {
+    po::options_description all;
+    all.add(visible).add(hidden);
+    parsed_args out;
+    try {
+        po::store(po::command_line_parser(args)
+                      .options(all)
+                      .positional(positional)
+                      .style(po::command_line_style::unix_style & ~po::command_line_style::allow_guessing)
+                      .run(),
+                  out.values);
+        po::notify(out.values);
+    } catch (const po::error& e) {
+        throw failure(exit_code::usage, command + ": " + e.what() + " (see 'zklock " + command + " --help')");
+    }
+    out.help = out.values.count("help") > 0;
+    return out;
+}
+
+std::string help_text(const std::string& usage, const std::string& summary,
+                      const std::vector<const po::options_description*>& sections) {
+    std::ostringstream out;
+    out << "Usage: " << usage << "\n\n" << summary << "\n";
+    for (const auto* section : sections) out << "\n" << *section;
+    out << "\n" << duration_help << "\nExit status:\n" << exit_code_table();
+    return out.str();
+}
+
+std::string required_path(const std::string& command, const po::variables_map& values) {
+    if (!values.count("path"))
+        throw failure(exit_code::usage, command + ": no lock PATH given (see 'zklock " + command + " --help')");
+    std::string path = values["path"].as<std::string>();
+    if (std::string problem = zkr::path_problem(path); !problem.empty())
+        throw failure(exit_code::usage, command + ": invalid lock path \"" + path + "\": " + problem);
+    if (path == "/")
+        throw failure(exit_code::usage, command + ": invalid lock path \"/\": the root cannot be a lock path");
+    return path;
+}
+
+zkr::digest_credentials parse_credentials(const std::string& command, const std::string& text, const char* origin) {
+    auto colon = text.find(':');
+    if (colon == std::string::npos || colon == 0)
+        throw failure(exit_code::usage, command + ": " + origin + " must be USER:PASSWORD, got \"" + text + "\"");
+    return {text.substr(0, colon), text.substr(colon + 1)};
+}
+
+connection_options connection_from(const std::string& command, const po::variables_map& values) {
+    connection_options c;
+    if (values.count("connect")) c.connect = values["connect"].as<std::string>();
+    else if (const char* env = std::getenv("ZK_CONNECT"); env != nullptr) c.connect = env;
+    if (c.connect.empty())
+        throw failure(exit_code::usage, command + ": no ensemble given: use --connect HOSTS or set ZK_CONNECT");
+    if (values.count("auth")) {
+        for (const auto& text : values["auth"].as<std::vector<std::string>>())
+            c.auth.push_back(parse_credentials(command, text, "--auth"));
+    } else if (const char* env = std::getenv("ZK_AUTH"); env != nullptr && *env != '\0') {
+        c.auth.push_back(parse_credentials(command, env, "ZK_AUTH"));
+    }
+    c.session_timeout = values["session-timeout"].as<duration_value>().value;
+    c.verbose = values.count("verbose") > 0;
+    return c;
+}
+
+po::options_description timeout_option(const char* what) {
+    po::options_description d("Options", help_width, help_width / 2);
+    d.add_options()("timeout", po::value<duration_value>()->value_name("D")->default_value({std::chrono::seconds(15)}, "15s"),
+                    what);
+    return d;
+}
+
+// --- subcommands ---
+
+command_line parse_run(const std::vector<std::string>& all_args) {
+    // Everything after the first "--" is the command, whatever it looks like.
+    auto separator = std::find(all_args.begin(), all_args.end(), "--");
+    std::vector<std::string> args(all_args.begin(), separator);
+    std::vector<std::string> after_separator;
+    if (separator != all_args.end()) after_separator.assign(separator + 1, all_args.end());
+
+    po::options_description own("Options", help_width, help_width / 2);
+    own.add_options()
+        ("shared", "take the lock shared (its read side) instead of exclusive (its write side)")
+        ("timeout", po::value<duration_value>()->value_name("D"),
+         "give up waiting for the lock after D (exit 75); default: wait as long as it takes")
+        ("connect-timeout", po::value<duration_value>()->value_name("D")->default_value({std::chrono::seconds(15)}, "15s"),
+         "give up when no connection comes within D, or within --timeout if shorter (exit 69)")
+        ("lost-signal", po::value<signal_value>()->value_name("SIG")->default_value({SIGTERM}, "TERM"),
+         "signal sent to the command when the lock is lost while it runs")
+        ("grace", po::value<duration_value>()->value_name("D")->default_value({std::chrono::seconds(10)}, "10s"),
+         "then SIGKILL after D if it is still running");
+    auto connection = connection_description();
+    po::options_description hidden;
+    hidden.add_options()
+        ("path", po::value<std::string>())
+        ("command", po::value<std::vector<std::string>>());
+    po::positional_options_description positional;
+    positional.add("path", 1).add("command", -1);
+
+    po::options_description visible;
+    visible.add(own).add(connection);
+    // Help is only looked for before the "--": after it, --help belongs to the command.
+    auto parsed = parse_args("run", args, visible, hidden, positional);
+    {
+        if (parsed.help)
+            return print_and_exit{help_text(
+                "zklock run [options] PATH -- COMMAND [ARGS...]",
+                "Takes the lock on PATH (a zkr::shared_mutex: its write side, or its read side with\n"
+                "--shared), runs COMMAND (no shell), releases the lock when it exits, and exits with its\n"
+                "status (128+N if it died of signal N). COMMAND's environment gets ZKLOCK_PATH, ZKLOCK_NODE\n"
+                "(our lock node) and ZKLOCK_FENCING_TOKEN (its czxid: ensemble-wide and increasing).\n"
+                "SIGINT, SIGTERM and SIGHUP sent to zklock are forwarded to COMMAND; while still waiting\n"
+                "they cancel the wait (no lock node is left). If the lock is lost while COMMAND runs (the\n"
+                "session expired), COMMAND gets --lost-signal, then SIGKILL after --grace, and zklock\n"
+                "exits 70.",
+                {&own, &connection})};
+    }
+    run_options o;
+    o.path = required_path("run", parsed.values);
+    bool command_before_separator = parsed.values.count("command") > 0;
+    if (command_before_separator && separator != all_args.end())
+        throw failure(exit_code::usage, "run: give the command after \"--\" only (see 'zklock run --help')");
+    o.command = command_before_separator ? parsed.values["command"].as<std::vector<std::string>>() : after_separator;
+    if (o.command.empty())
+        throw failure(exit_code::usage, "run: no COMMAND given after \"--\" (see 'zklock run --help')");
+    o.connection = connection_from("run", parsed.values);
+    o.shared = parsed.values.count("shared") > 0;
+    if (parsed.values.count("timeout")) o.timeout = parsed.values["timeout"].as<duration_value>().value;
+    o.connect_timeout = parsed.values["connect-timeout"].as<duration_value>().value;
+    o.lost_signal = parsed.values["lost-signal"].as<signal_value>().number;
+    o.grace = parsed.values["grace"].as<duration_value>().value;
+    return o;
+}
+
+po::options_description path_only() {
+    po::options_description hidden;
+    hidden.add_options()("path", po::value<std::string>());
+    return hidden;
+}
+
+command_line parse_status(const std::vector<std::string>& args) {
+    auto own = timeout_option("give up after D when the ensemble does not answer (exit 69)");
+    own.add_options()("json", "print one JSON object: {\"path\": ..., \"nodes\": [...]}");
+    auto connection = connection_description();
+    po::options_description visible;
+    visible.add(own).add(connection);
+    po::positional_options_description positional;
+    positional.add("path", 1);
+    auto parsed = parse_args("status", args, visible, path_only(), positional);
+    if (parsed.help)
+        return print_and_exit{help_text(
+            "zklock status [options] PATH",
+            "Shows the queue of the lock on PATH: holders first, then waiters, each with its node,\n"
+            "sequence, reader or writer, owner (host, pid and thread for zkr's nodes; other clients'\n"
+            "node data raw), session id (the node's ephemeral owner) and age. Reads zkr's, Curator's\n"
+            "(InterProcessMutex, InterProcessReadWriteLock) and kazoo's (Lock, ReadLock, WriteLock) nodes.",
+            {&own, &connection})};
+    status_options o;
+    o.path = required_path("status", parsed.values);
+    o.connection = connection_from("status", parsed.values);
+    o.json = parsed.values.count("json") > 0;
+    o.timeout = parsed.values["timeout"].as<duration_value>().value;
+    return o;
+}
+
+command_line parse_watch(const std::vector<std::string>& args) {
+    auto own = timeout_option("give up a reading of the queue after D when the ensemble does not answer (exit 69)");
+    own.add_options()
+        ("json", "print each status as one JSON object on one line")
+        ("count", po::value<int>()->value_name("N"), "exit after N changes (the first status not counted)");
+    auto connection = connection_description();
+    po::options_description visible;
+    visible.add(own).add(connection);
+    po::positional_options_description positional;
+    positional.add("path", 1);
+    auto parsed = parse_args("watch", args, visible, path_only(), positional);
+    if (parsed.help)
+        return print_and_exit{help_text(
+            "zklock watch [options] PATH",
+            "Shows the status of the lock on PATH (see 'zklock status --help'), then again on every\n"
+            "change of its queue, as ZooKeeper's watches report them (no polling). Runs until\n"
+            "interrupted (SIGINT, SIGTERM or SIGHUP: exit 0), or until --count changes were shown.",
+            {&own, &connection})};
+    watch_options o;
+    o.path = required_path("watch", parsed.values);
+    o.connection = connection_from("watch", parsed.values);
+    o.json = parsed.values.count("json") > 0;
+    o.timeout = parsed.values["timeout"].as<duration_value>().value;
+    if (parsed.values.count("count")) {
+        o.count = parsed.values["count"].as<int>();
+        if (*o.count < 1) throw failure(exit_code::usage, "watch: --count must be at least 1");
+    }
+    return o;
+}
+
+std::int64_t parse_session_id(const std::string& text) {
+    std::string_view digits = text;
+    if (digits.rfind("0x", 0) == 0 || digits.rfind("0X", 0) == 0) digits.remove_prefix(2);
+    std::uint64_t value = 0;
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value, 16);
+    if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size())
+        throw failure(exit_code::usage, "release-stale: --session \"" + text +
+                                            "\" is not a session id (hexadecimal, as 'zklock status' shows it)");
+    if (value == 0)
+        throw failure(exit_code::usage, "release-stale: --session 0 is no session (persistent nodes have owner 0)");
+    return static_cast<std::int64_t>(value);
+}
+
+command_line parse_release_stale(const std::vector<std::string>& args) {
+    auto own = timeout_option("give up after D when the ensemble does not answer (exit 69)");
+    own.add_options()
+        ("session", po::value<std::string>()->value_name("ID"),
+         "the session whose lock nodes go: hexadecimal, with or without 0x (as 'zklock status' shows it)")
+        ("yes", "remove them; without it, only list them and exit 1");
+    auto connection = connection_description();
+    po::options_description visible;
+    visible.add(own).add(connection);
+    po::positional_options_description positional;
+    positional.add("path", 1);
+    auto parsed = parse_args("release-stale", args, visible, path_only(), positional);
+    if (parsed.help)
+        return print_and_exit{help_text(
+            "zklock release-stale --session ID [--yes] [options] PATH",
+            "Removes the lock nodes under PATH whose ephemeral owner is session ID, for a holder that\n"
+            "hangs with its session alive. Without --yes it lists them, removes nothing and exits 1.\n"
+            "The owner of a removed node still believes it holds the lock: its fencing token is how\n"
+            "a resource turns it away.",
+            {&own, &connection})};
+    release_stale_options o;
+    o.path = required_path("release-stale", parsed.values);
+    if (!parsed.values.count("session"))
+        throw failure(exit_code::usage, "release-stale: --session ID is required (see 'zklock release-stale --help')");
+    o.session = parse_session_id(parsed.values["session"].as<std::string>());
+    o.connection = connection_from("release-stale", parsed.values);
+    o.yes = parsed.values.count("yes") > 0;
+    o.timeout = parsed.values["timeout"].as<duration_value>().value;
+    return o;
+}
+
+std::string general_help() { return std::string(overview) + "\n" + duration_help + "\nExit status:\n" + exit_code_table(); }
+
+}  // namespace
+
+command_line parse_command_line(int argc, const char* const* argv) {
+    std::vector<std::string> args(argv + 1, argv + argc);
+    if (args.empty()) throw failure(exit_code::usage, "no command given (see 'zklock --help')");
+    const std::string command = args.front();
+    args.erase(args.begin());
+    if (command == "--version" || command == "-V") return print_and_exit{std::string("zklock ") + zkr::version() + "\n"};
+    if (command == "--help" || command == "-h") return print_and_exit{general_help()};
+    if (command == "help") {
+        if (args.empty()) return print_and_exit{general_help()};
+        return parse_command_line(3, std::vector<const char*>{argv[0], args.front().c_str(), "--help"}.data());
+    }
+    if (command == "run") return parse_run(args);
+    if (command == "status") return parse_status(args);
+    if (command == "watch") return parse_watch(args);
+    if (command == "release-stale") return parse_release_stale(args);
+    throw failure(exit_code::usage, "unknown command \"" + command + "\" (commands: run, status, watch, release-stale; see 'zklock --help')");
+}
+
+}  // namespace zklock

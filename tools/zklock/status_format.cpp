@@ -1,0 +1,207 @@
+#include "status_format.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+namespace zklock {
+namespace {
+
+std::int64_t age_ms(const queue_snapshot& snapshot, const queue_entry& entry) {
+    // Server and local clocks may disagree a little: never a negative age.
+    return std::max<std::int64_t>(0, snapshot.taken_at_ms - entry.stat.ctime);
+}
+
+std::string format_age(std::int64_t ms) {
+    char text[32];
+    if (ms < 1000) std::snprintf(text, sizeof text, "%lldms", static_cast<long long>(ms));
+    else if (ms < 60'000) std::snprintf(text, sizeof text, "%.1fs", static_cast<double>(ms) / 1000.0);
+    else if (ms < 3'600'000)
+        std::snprintf(text, sizeof text, "%lldm%02llds", static_cast<long long>(ms / 60'000),
+                      static_cast<long long>(ms / 1000 % 60));
+    else
+        std::snprintf(text, sizeof text, "%lldh%02lldm", static_cast<long long>(ms / 3'600'000),
+                      static_cast<long long>(ms / 60'000 % 60));
+    return text;
+}
+
+// Other clients' data, readable on a terminal: printable ASCII as is, the rest as \xNN.
+std::string quoted_raw(std::string_view data) {
+    std::string out = "\"";
+    for (unsigned char c : data) {
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += static_cast<char>(c);
+        } else if (c >= 0x20 && c < 0x7f) {
+            out += static_cast<char>(c);
+        } else {
+            char escaped[8];
+            std::snprintf(escaped, sizeof escaped, "\\x%02x", c);
+            out += escaped;
+        }
+    }
+    return out + "\"";
+}
+
+std::string owner_text(const queue_entry& e) {
+    if (e.data_error) return "(data unreadable: " + e.data_error.message() + ")";
+    if (!e.owner) return "data " + quoted_raw(e.data);
+    return "host=" + e.owner->host + " pid=" + std::to_string(e.owner->pid) + " thread=" + std::to_string(e.owner->thread) +
+           (e.owner->async ? " async" : "");
+}
+
+const char* role_name(lock_role r) { return r == lock_role::reader ? "reader" : "writer"; }
+
+std::size_t count_holders(const queue_snapshot& s) {
+    return static_cast<std::size_t>(std::count_if(s.entries.begin(), s.entries.end(), [](const queue_entry& e) { return e.holds; }));
+}
+
+// The recipes whose nodes are under the path, in a fixed order.
+std::vector<lock_recipe> recipes_present(const queue_snapshot& s) {
+    std::vector<lock_recipe> out;
+    for (auto recipe : {lock_recipe::mutex, lock_recipe::read_write, lock_recipe::kazoo}) {
+        if (std::any_of(s.entries.begin(), s.entries.end(), [&](const queue_entry& e) { return e.name.recipe == recipe; }))
+            out.push_back(recipe);
+    }
+    return out;
+}
+
+const char* recipe_description(lock_recipe r) {
+    switch (r) {
+        case lock_recipe::mutex: return "zkr/Curator mutex";
+        case lock_recipe::read_write: return "zkr/Curator read-write lock";
+        case lock_recipe::kazoo: return "kazoo lock";
+    }
+    return "?";
+}
+
+// Length of a UTF-8 sequence starting with `lead`, 0 if it cannot start one.
+std::size_t utf8_length(unsigned char lead) {
+    if (lead < 0x80) return 1;
+    if (lead >= 0xc2 && lead <= 0xdf) return 2;
+    if (lead >= 0xe0 && lead <= 0xef) return 3;
+    if (lead >= 0xf0 && lead <= 0xf4) return 4;
+    return 0;
+}
+
+bool valid_utf8_at(std::string_view text, std::size_t i, std::size_t length) {
+    if (length == 0 || i + length > text.size()) return false;
+    for (std::size_t k = 1; k < length; ++k) {
+        if ((static_cast<unsigned char>(text[i + k]) & 0xc0) != 0x80) return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+std::string format_session_id(std::int64_t session) {
+    char text[24];
+    std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(session));
+    return text;
+}
+
+std::string json_string(std::string_view text) {
+    std::string out = "\"";
+    for (std::size_t i = 0; i < text.size();) {
+        auto c = static_cast<unsigned char>(text[i]);
+        std::size_t length = utf8_length(c);
+        if (c >= 0x80 && valid_utf8_at(text, i, length)) {
+            out.append(text.substr(i, length));
+            i += length;
+            continue;
+        }
+        switch (c) {
+            case '"': out += "\\\""; break;
+            case '\\': out += "\\\\"; break;
+            case '\n': out += "\\n"; break;
+            case '\r': out += "\\r"; break;
+            case '\t': out += "\\t"; break;
+            default:
+                if (c < 0x20 || c >= 0x7f) {
+                    char escaped[8];
+                    std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
+                    out += escaped;
+                } else {
+                    out += static_cast<char>(c);
+                }
+        }
+        ++i;
+    }
+    return out + "\"";
+}
+
+std::string format_text(const queue_snapshot& s) {
+    std::ostringstream out;
+    if (!s.path_exists) {
+        out << s.path << ": no such node (nobody holds or waits)\n";
+        return out.str();
+    }
+    std::size_t holders = count_holders(s);
+    std::size_t waiters = s.entries.size() - holders;
+    out << s.path << ": ";
+    if (s.entries.empty()) out << "free (no lock nodes)";
+    else out << holders << (holders == 1 ? " holder, " : " holders, ") << waiters << (waiters == 1 ? " waiter" : " waiters");
+    if (s.other_children > 0) out << " (" << s.other_children << " other children ignored)";
+    out << "\n";
+    if (s.entries.empty()) return out.str();
+
+    std::vector<std::vector<std::string>> rows{{"STATE", "ROLE", "SEQUENCE", "SESSION", "AGE", "OWNER", "NODE"}};
+    for (const auto& e : s.entries) {
+        rows.push_back({e.holds ? "holds" : "waits", role_name(e.name.role), std::to_string(e.name.sequence),
+                        format_session_id(e.stat.ephemeral_owner), format_age(age_ms(s, e)), owner_text(e), e.name.name});
+    }
+    std::vector<std::size_t> widths(rows.front().size(), 0);
+    for (const auto& row : rows) {
+        for (std::size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], row[c].size());
+    }
+    for (const auto& row : rows) {
+        out << " ";
+        for (std::size_t c = 0; c < row.size(); ++c) {
+            out << " " << row[c];
+            if (c + 1 < row.size()) out << std::string(widths[c] - row[c].size(), ' ');
+        }
+        out << "\n";
+    }
+    if (auto recipes = recipes_present(s); recipes.size() > 1) {
+        // Each recipe sees only its own nodes: these are separate locks, all "held" at once.
+        out << "  note: nodes of " << recipes.size() << " lock recipes on this path (";
+        for (std::size_t i = 0; i < recipes.size(); ++i) out << (i ? ", " : "") << recipe_description(recipes[i]);
+        out << "): they do not exclude each other\n";
+    }
+    return out.str();
+}
+
+std::string format_json(const queue_snapshot& s) {
+    std::size_t holders = count_holders(s);
+    std::ostringstream out;
+    out << "{\"path\":" << json_string(s.path) << ",\"exists\":" << (s.path_exists ? "true" : "false")
+        << ",\"holders\":" << holders << ",\"waiters\":" << s.entries.size() - holders << ",\"recipes\":[";
+    auto recipes = recipes_present(s);
+    for (std::size_t i = 0; i < recipes.size(); ++i) out << (i ? "," : "") << "\"" << to_string(recipes[i]) << "\"";
+    out << "],\"nodes\":[";
+    for (std::size_t i = 0; i < s.entries.size(); ++i) {
+        const auto& e = s.entries[i];
+        out << (i ? "," : "") << "{\"node\":" << json_string(e.name.name)
+            << ",\"sequence\":" << e.name.sequence
+            << ",\"role\":\"" << role_name(e.name.role) << "\""
+            << ",\"recipe\":\"" << to_string(e.name.recipe) << "\""
+            << ",\"holds\":" << (e.holds ? "true" : "false")
+            << ",\"session\":\"" << format_session_id(e.stat.ephemeral_owner) << "\""
+            << ",\"czxid\":" << e.stat.czxid
+            << ",\"ctime_ms\":" << e.stat.ctime
+            << ",\"age_ms\":" << age_ms(s, e) << ",\"owner\":";
+        if (e.owner) {
+            out << "{\"host\":" << json_string(e.owner->host) << ",\"pid\":" << e.owner->pid
+                << ",\"thread\":" << e.owner->thread << ",\"async\":" << (e.owner->async ? "true" : "false") << "}";
+        } else {
+            out << "null";
+        }
+        if (e.data_error) out << ",\"data\":null,\"data_error\":" << json_string(e.data_error.message());
+        else out << ",\"data\":" << json_string(e.data);
+        out << "}";
+    }
+    out << "]}";
+    return out.str();
+}
+
+}  // namespace zklock
