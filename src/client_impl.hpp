@@ -195,6 +195,8 @@ private:
     std::mutex parked_mutex_;
     std::vector<request*> parked_;
 
+    // Session thread only: events of the handle being opened that came before on_handle_opened.
+    std::vector<std::pair<std::uint64_t, int>> early_events_;
     std::string chroot_;                                   // of the connect string, or empty
     std::atomic<bool> chroot_missing_reported_{false};     // logged once per client
     std::atomic<bool> closed_{false};

@@ -149,9 +149,11 @@ void client_impl::on_handle_opened(std::uint64_t generation, zhandle_t* zh, std:
         std::unique_lock lock(handle_mutex_);
         zh_ = zh;
     }
-    // The C client may have connected, and its event come and gone (dropped: no handle yet),
-    // before we got here from zookeeper_init. Replay it; a second one later changes nothing.
-    if (zoo_state(zh) == ZOO_CONNECTED_STATE) on_handle_event(generation, ZOO_CONNECTED_STATE);
+    // The C client may have delivered this handle's first event (connected) before we got here
+    // from zookeeper_init: it was kept for now (see on_handle_event).
+    if (auto early = std::exchange(early_events_, {}); !early.empty() && early.front().first == generation) {
+        for (auto [g, zstate] : early) on_handle_event(g, zstate);
+    }
     std::vector<request*> parked;
     {
         std::lock_guard lock(parked_mutex_);
@@ -195,7 +197,11 @@ void client_impl::on_handle_event(std::uint64_t generation, int zstate) {
     std::int64_t session;
     {
         std::shared_lock lock(handle_mutex_);
-        if (!zh_) return;
+        if (!zh_) {
+            // Before on_handle_opened recorded the handle: keep the event for it to replay.
+            early_events_.emplace_back(generation, zstate);
+            return;
+        }
         if (zstate == ZOO_CONNECTED_STATE) negotiated_timeout_ = zoo_recv_timeout(zh_);
         session = zoo_client_id(zh_)->client_id;
     }
