@@ -682,3 +682,42 @@ TEST_CASE("zklock release-stale refuses without --yes, then removes only that se
     CHECK(removal.wait() == 0);
     CHECK(queue_of(live, path) == std::vector<std::string>{node_name(kept)});
 }
+
+TEST_CASE("zklock run and a Curator service share one read/write lock, both ways", "[zklock]") {
+    scratch_dir dir;
+    std::string connect = test_connect_string();
+    std::string path = unique_path("zklock-curator-rw");
+    zkr::client observer(test_options(connect));
+    {
+        // Curator's InterProcessReadWriteLock holds the write side: zklock gets in neither way.
+        child_process curator(zkr::test::curator_command("rw-hold " + connect + " " + path + " write"));
+        REQUIRE(curator.read_line(30s).value_or("").rfind("queued ", 0) == 0);
+        auto acquired = curator.read_line(30s);
+        REQUIRE(acquired);
+        REQUIRE(acquired->rfind("acquired ", 0) == 0);
+        zklock_process exclusive(run_args(path, {"true"}, {"--timeout", "1s"}), dir);
+        CHECK(exclusive.wait() == exit_timed_out);
+        zklock_process shared(run_args(path, {"true"}, {"--shared", "--timeout", "1s"}), dir);
+        CHECK(shared.wait() == exit_timed_out);
+        curator.write_line("release");
+        CHECK(curator.read_line() == std::optional<std::string>("released"));
+        CHECK(curator.wait() == 0);
+    }
+    // zklock holds the write side: a Curator writer queues behind it and gets in once the
+    // command is done.
+    zklock_process holder(run_args(path, holding_command(dir, "held")), dir);
+    REQUIRE(eventually([&] { return file_exists(dir / "held.node"); }, 15s));
+    child_process curator(zkr::test::curator_command("rw-hold " + connect + " " + path + " write"));
+    REQUIRE(curator.read_line(30s).value_or("").rfind("queued ", 0) == 0);
+    require_queue_length(observer, path, 2, {&holder});
+    auto early = curator.read_line(1500ms);
+    CHECK_FALSE(early.has_value());  // still waiting behind zklock
+    touch(dir / "held.go");
+    CHECK(holder.wait() == 7);
+    auto acquired = curator.read_line(30s);
+    REQUIRE(acquired);
+    CHECK(acquired->rfind("acquired ", 0) == 0);
+    curator.write_line("release");
+    CHECK(curator.read_line() == std::optional<std::string>("released"));
+    CHECK(curator.wait() == 0);
+}
