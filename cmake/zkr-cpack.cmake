@@ -31,8 +31,9 @@ set(CPACK_DEBIAN_DEV_DESCRIPTION
 
 set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME zklock)
 set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION admin)
-set(CPACK_DEBIAN_TOOLS_PACKAGE_SHLIBDEPS ON)
-set(CPACK_DEBIAN_TOOLS_PACKAGE_DEPENDS "${zkr_runtime_package} (= ${PROJECT_VERSION})")
+# Not computed: dpkg-shlibdeps cannot see libzkr in the runtime package built beside it.
+set(CPACK_DEBIAN_TOOLS_PACKAGE_DEPENDS
+    "${zkr_runtime_package} (= ${PROJECT_VERSION}), libboost-program-options1.81.0, libstdc++6 (>= 12), libgcc-s1, libc6")
 set(CPACK_DEBIAN_TOOLS_DESCRIPTION
     "Run a command under a ZooKeeper lock (like flock), show and watch lock queues\n zklock run/status/watch/release-stale, on zkr; reads Curator's and kazoo's locks too.")
 
