@@ -64,10 +64,24 @@ acquire_fsm::action acquire_fsm::finish(bool acquired, error_code error, std::ve
     phase_ = phase::finished;
     step::done d;
     d.acquired = acquired;
+    d.mark = acquired && should_mark();
     d.error = acquired ? error_code{} : error;
     // Creates whose outcome no listing settled may still have made a node: look for them once more.
     d.sweep = std::move(unsettled_);
     return ask(std::move(d), std::move(deletes));
+}
+
+bool acquire_fsm::should_mark() const {
+    // Only a writer's (or the mutex's) holding tells a successor that everything before it is
+    // gone; a reader may hold beside others.
+    if (!options_.mark_holding || options_.kind == lock_kind::read) return false;
+    // We hold without a listing made since: whoever queued behind us meanwhile listed while we
+    // were not yet first, and would have to list again when we go. Tell them.
+    if (!fresh_listing_) return true;
+    // A listing made once we were first: anyone who queues after it sees us first in its own
+    // listing and needs no mark. Those already behind us in it may have listed before.
+    auto ours = std::find_if(queue_.begin(), queue_.end(), [&](const contender& c) { return c.name == node_; });
+    return ours != queue_.end() && std::next(ours) != queue_.end();
 }
 
 acquire_fsm::action acquire_fsm::finish_abandoned(std::vector<std::string> deletes) {
@@ -90,6 +104,7 @@ std::vector<std::string> acquire_fsm::stale_nodes(const std::vector<std::string>
 
 std::vector<std::string> acquire_fsm::take_listing(const std::vector<std::string>& children) {
     queue_ = sorted_contenders(children, options_.kind != lock_kind::exclusive);
+    fresh_listing_ = true;
     std::vector<std::string> stale = stale_nodes(children);
     // Our own leftovers are being deleted: waiting on them would only cost a round trip.
     for (const auto& path : stale) prune(std::string(zkr::node_name(path)));
@@ -237,11 +252,14 @@ acquire_fsm::action acquire_fsm::evaluate(std::int64_t session, std::vector<std:
     }
     if (!options_.wait) return finish(false, {}, std::move(deletes));  // a try leaves nothing behind
     watched_ = d.watch;
+    watched_holds_ = false;
+    child_watch_set_ = false;
     phase_ = phase::setting_watch;
     return ask(step::watch{full(watched_)}, std::move(deletes));
 }
 
-acquire_fsm::action acquire_fsm::on_watch_set(error_code error, std::int64_t session) {
+acquire_fsm::action acquire_fsm::on_watch_set(error_code error, std::int64_t session, bool marked,
+                                              bool child_watch_set) {
     if (phase_ != phase::setting_watch) return {};
     if (abandoned_) {
         if (!error) {
@@ -262,18 +280,27 @@ acquire_fsm::action acquire_fsm::on_watch_set(error_code error, std::int64_t ses
         phase_ = phase::removing_watch;
         return ask(step::remove_watch{full(watched_)});
     }
+    if (marked) watched_holds_ = true;
+    child_watch_set_ = child_watch_set;
     phase_ = phase::waiting;
     return ask(step::wait{full(watched_)});
 }
 
-acquire_fsm::action acquire_fsm::on_watch_event(error_code error, event_type type, std::int64_t session) {
+acquire_fsm::action acquire_fsm::on_watch_event(error_code error, event_type type, std::int64_t session,
+                                                bool child_watch) {
     if (phase_ != phase::waiting) return {};
     if (error) {
         if (error == errc::client_closed) return finish(false, error);
         return restart({}, error);  // the watch ended with its session: so did our node
     }
     if (type == event_type::deleted) return after_departure(session);
-    // Changed data, or the watch was dropped with others on its path: look again.
+    if (!child_watch) {
+        // Lock nodes' data changes only when their owner marks them holding.
+        if (type == event_type::changed) watched_holds_ = true;
+        if (child_watch_set_) return {};  // its departure is still watched
+    }
+    // The data watch fired with no child watch to see the departure, or a watch was dropped
+    // with others on its path: set them again.
     phase_ = phase::setting_watch;
     return ask(step::watch{full(watched_)});
 }
@@ -282,10 +309,18 @@ acquire_fsm::action acquire_fsm::after_departure(std::int64_t session) {
     // Nodes below ours can only leave, never arrive: if the last listing minus the departed
     // node says we hold, we do, with no new listing. Otherwise that listing is stale (most of
     // what it shows ahead of us may be long gone): one fresh listing beats probing each entry.
+    // A departed node that was marked holding had nothing below it left: neither have we now.
+    auto departed = std::find_if(queue_.begin(), queue_.end(), [&](const contender& c) { return c.name == watched_; });
+    bool known_first = watched_holds_ && departed != queue_.end() && departed->kind != lock_kind::read;
+    if (known_first) queue_.erase(queue_.begin(), departed);
     prune(watched_);
+    fresh_listing_ = false;
     auto ours = std::find_if(queue_.begin(), queue_.end(), [&](const contender& c) { return c.name == node_; });
     std::string ignore = options_.own_write_session == session_ ? options_.own_write_node : std::string();
-    if (ours != queue_.end() && decide(queue_, node_, ignore).holds) return evaluate(session);
+    if (ours != queue_.end() && decide(queue_, node_, ignore).holds) {
+        ++listing_free_handoffs_;
+        return evaluate(session);
+    }
     phase_ = phase::listing;
     return ask(step::list{options_.lock_path});
 }

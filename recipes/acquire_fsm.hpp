@@ -29,6 +29,9 @@ struct acquire_options {
     std::string own_write_node;
     std::int64_t own_write_session = 0;
     int max_attempts = 16;               ///< fresh nodes we may create before giving up
+    /// Mark our node once it holds, when a successor may be waiting on it without knowing that
+    /// it holds (docs/lock-protocol.md, "One-round-trip hand-off"). Readers never mark.
+    bool mark_holding = true;
 };
 
 /// A create whose outcome no listing settled: any child carrying `prefix` is ours to delete,
@@ -45,11 +48,17 @@ struct create_and_list { std::string path; };     ///< create `path` + sequence 
 struct create_parents { std::string path; };      ///< create the lock path and its ancestors, then on_parents_created
 struct list { std::string path; };                ///< list the lock path
 struct check_owner { std::string node; };         ///< exists(node): which session made it
-struct watch { std::string node; };               ///< get_data(node) leaving a watch
-struct wait { std::string node; };                ///< wait for the watch the last `watch` left
-struct remove_watch { std::string node; };        ///< remove that watch, then on_watch_removed
+/// get_data(node) leaving a data watch (it fires when the node is marked holding, or goes) and,
+/// sent right after it, get_children(node) leaving a child watch (a lock node has no children:
+/// it fires only when the node goes). Then on_watch_set.
+struct watch { std::string node; };
+struct wait { std::string node; };                ///< wait for the watches the last `watch` left
+struct remove_watch { std::string node; };        ///< remove what is left of them, then on_watch_removed
 struct done {                                     ///< finished
     bool acquired = false;
+    /// Acquired, and a successor may be waiting without knowing we hold: mark our node (set its
+    /// data to the holding mark, version 0) before anything else is sent for this hold.
+    bool mark = false;
     error_code error;                             ///< why it failed; none for a try that found the lock taken
     std::vector<unsettled_create> sweep;          ///< look for these once more and delete what is found
 };
@@ -83,11 +92,14 @@ public:
     action on_parents_created(error_code error);
     action on_listed(error_code error, const std::vector<std::string>& children, std::int64_t session);
     action on_owner(error_code error, const exists_result& result, std::int64_t session);
-    /// The get_data of a `watch` step: no error means the node exists and the watch is set, on
-    /// the client's session `session`.
-    action on_watch_set(error_code error, std::int64_t session);
-    /// The watch fired (or ended with an error: its session was lost, or it was removed).
-    action on_watch_event(error_code error, event_type type, std::int64_t session);
+    /// The replies of a `watch` step. `error` is the get_data's: none means the node exists and
+    /// the data watch is set, on the client's session `session`; `marked`: its data carried the
+    /// holding mark; `child_watch_set`: the get_children's child watch is set too.
+    action on_watch_set(error_code error, std::int64_t session, bool marked = false, bool child_watch_set = false);
+    /// A watch of the `watch` step fired (or ended with an error: its session was lost, or it
+    /// was removed): the data watch, or the child watch if `child_watch`. The engine passes on
+    /// only the first of the two for a departure or an error.
+    action on_watch_event(error_code error, event_type type, std::int64_t session, bool child_watch = false);
     action on_watch_removed();
     /// Give up (timeout, cancellation): returns what to send to clean up, or step::none when a
     /// reply is due first (cleanup follows it). Ignored once done. The machine never reports
@@ -104,6 +116,10 @@ public:
     int attempts() const noexcept { return attempts_; }
     int stale_deleted() const noexcept { return stale_deleted_; }
     const std::string& watched() const noexcept { return watched_; }
+    /// The watched node was seen marked holding (by its data, or a change of it).
+    bool watched_holds() const noexcept { return watched_holds_; }
+    /// Departures that gave us the lock with no listing (1 or 0).
+    int listing_free_handoffs() const noexcept { return listing_free_handoffs_; }
     /// A downgrade's read node was created behind a queued writer: the owner's write node must
     /// stay until this read hold ends, or that writer would get in beside it (CURATOR-621).
     bool pins_write_node() const noexcept { return pins_write_node_; }
@@ -120,6 +136,7 @@ private:
     action after_departure(std::int64_t session);
     action recover(const std::vector<std::string>& children);
     action finish(bool acquired, error_code error, std::vector<std::string> deletes = {});
+    bool should_mark() const;
     action finish_abandoned(std::vector<std::string> deletes = {});
     action ask(decltype(action::next) next, std::vector<std::string> deletes = {});
     std::vector<std::string> stale_nodes(const std::vector<std::string>& children);
@@ -143,9 +160,13 @@ private:
     int stale_deleted_ = 0;
 
     std::vector<contender> queue_;  // the last listing: nodes below ours can only leave it
+    bool fresh_listing_ = false;    // queue_ is a listing made after the last departure we saw
     std::vector<std::string> recovered_children_;
     std::string candidate_;         // a node carrying our prefix, being checked
     std::string watched_;
+    bool watched_holds_ = false;    // the watched node was marked: nodes below it are all gone
+    bool child_watch_set_ = false;  // its departure is watched even once its data watch fired
+    int listing_free_handoffs_ = 0;
     bool restart_after_removal_ = false;  // the watch was set on a session our node is not of
     std::optional<error_code> abandoned_;
     bool pins_write_node_ = false;

@@ -1,5 +1,7 @@
 #include "acquisition.hpp"
 
+#include "owner_data.hpp"
+
 #include <boost/asio/post.hpp>
 
 namespace zkr::detail {
@@ -109,32 +111,43 @@ void acquisition::run(action a) {
                     self->feed([&](acquire_fsm& f) { return f.on_owner(ec, r, self->session()); });
                 }));
             } else if constexpr (std::is_same_v<S, step::watch>) {
-                c->get_data(s.node, true, completion<data_result>([self](error_code ec, data_result r) {
-                    if (!ec) {
-                        std::lock_guard lock(self->mutex_);
-                        self->watch_ = watch_access::state(r.watch);
-                    }
-                    self->feed([&](acquire_fsm& f) { return f.on_watch_set(ec, self->session()); });
-                }));
+                send(s, *c);
             } else if constexpr (std::is_same_v<S, step::wait>) {
-                std::shared_ptr<watch_state> ws;
+                std::shared_ptr<watch_state> data, child;
                 {
                     std::lock_guard lock(mutex_);
-                    ws = watch_;
+                    data = watch_;
+                    child = child_watch_;
                 }
-                ws->wait_inline([self](error_code ec, const watch_event& ev) {
-                    if (!ec) self->engine_->count_wakeup();
-                    self->feed([&](acquire_fsm& f) { return f.on_watch_event(ec, ev.type, self->session()); });
-                });
+                // Registered outside the mutex: a watch that already ended calls back at once.
+                if (data) {
+                    data->wait_inline([self, w = data.get()](error_code ec, const watch_event& ev) {
+                        self->on_watch_fired(w, false, ec, ev);
+                    });
+                }
+                if (child) {
+                    child->wait_inline([self, w = child.get()](error_code ec, const watch_event& ev) {
+                        self->on_watch_fired(w, true, ec, ev);
+                    });
+                }
             } else if constexpr (std::is_same_v<S, step::remove_watch>) {
-                std::shared_ptr<watch_state> ws;
+                std::vector<std::shared_ptr<watch_state>> armed;
                 {
                     std::lock_guard lock(mutex_);
-                    ws = watch_;
+                    for (auto* w : {&watch_, &child_watch_}) {
+                        if (*w) armed.push_back(std::exchange(*w, nullptr));
+                    }
                 }
-                c->remove_watch(ws, completion<>([self](error_code) {
-                    self->feed([](acquire_fsm& f) { return f.on_watch_removed(); });
-                }));
+                if (armed.empty()) {
+                    feed([](acquire_fsm& f) { return f.on_watch_removed(); });
+                    return;
+                }
+                auto pending = std::make_shared<std::atomic<int>>(static_cast<int>(armed.size()));
+                for (auto& ws : armed) {
+                    c->remove_watch(ws, completion<>([self, pending](error_code) {
+                        if (--*pending == 0) self->feed([](acquire_fsm& f) { return f.on_watch_removed(); });
+                    }));
+                }
             }
         },
         a.next);
@@ -175,10 +188,94 @@ void acquisition::send(const step::create_and_list& s, client_impl& c) {
     }));
 }
 
+namespace {
+
+// The two replies of a watch step, joined.
+struct watch_replies {
+    std::mutex mutex;
+    int pending = 2;
+    error_code data_error, child_error;
+    std::string data;
+    std::shared_ptr<watch_state> data_watch, child_watch;
+};
+
+}  // namespace
+
+void acquisition::send(const step::watch& s, client_impl& c) {
+    // Back to back, so waiting costs one round trip. The data watch sees the node marked holding;
+    // the child watch sees it go even after the data watch has fired for the mark (a lock node,
+    // being ephemeral, never has children: its child watch fires only when it goes).
+    auto self = shared_from_this();
+    auto replies = std::make_shared<watch_replies>();
+    auto joined = [self, replies] {
+        {
+            std::lock_guard lock(replies->mutex);
+            if (--replies->pending > 0) return;
+        }
+        bool child_set = !replies->child_error && replies->child_watch;
+        if (replies->data_error && child_set) {
+            // No use for it alone: the step failed. Take it off rather than leave it on the server.
+            if (auto c = self->client_.lock()) c->remove_watch(replies->child_watch, completion<>([](error_code) {}));
+            child_set = false;
+        }
+        {
+            std::lock_guard lock(self->mutex_);
+            self->watch_ = replies->data_error ? nullptr : replies->data_watch;
+            self->child_watch_ = child_set ? replies->child_watch : nullptr;
+        }
+        bool marked = !replies->data_error && is_marked_holding(replies->data);
+        self->feed([&](acquire_fsm& f) {
+            return f.on_watch_set(replies->data_error, self->session(), marked, child_set);
+        });
+    };
+    c.get_data(s.node, true, completion<data_result>([replies, joined](error_code ec, data_result r) {
+        {
+            std::lock_guard lock(replies->mutex);
+            replies->data_error = ec;
+            replies->data = std::move(r.data);
+            if (!ec) replies->data_watch = watch_access::state(r.watch);
+        }
+        joined();
+    }));
+    c.get_children(s.node, true, completion<children_result>([replies, joined](error_code ec, children_result r) {
+        {
+            std::lock_guard lock(replies->mutex);
+            replies->child_error = ec;
+            if (!ec) replies->child_watch = watch_access::state(r.watch);
+        }
+        joined();
+    }));
+}
+
+void acquisition::on_watch_fired(const watch_state* fired, bool child_watch, error_code ec, const watch_event& ev) {
+    {
+        std::lock_guard lock(mutex_);
+        auto& mine = child_watch ? child_watch_ : watch_;
+        if (mine.get() != fired) return;  // not (or no longer) a watch of the current step
+        mine.reset();
+        // A departure or a lost session ends both watches: pass that on once.
+        if (ec || ev.type == event_type::deleted) {
+            watch_.reset();
+            child_watch_.reset();
+        }
+    }
+    if (!ec && ev.type == event_type::deleted) engine_->count_wakeup();
+    feed([&](acquire_fsm& f) { return f.on_watch_event(ec, ev.type, session(), child_watch); });
+}
+
+void acquisition::mark_holding(const std::string& node_path) {
+    // Sent before the caller learns it holds, so before its release: the server applies the
+    // mark first. Best effort: should it fail, the successor lists when we go, as without it.
+    auto c = client_.lock();
+    if (!c) return;
+    ++engine_->counters_.holding_marks;
+    c->set_data(node_path, holding_mark(owner_data_), 0, completion<zkr::stat>([](error_code, zkr::stat) {}));
+}
+
 void acquisition::finish(const step::done& d) {
     if (!d.sweep.empty()) engine_->sweep(lock_path_, d.sweep);
     if (timer_) asio::post(engine_->session_context(), [t = timer_] { t->cancel(); });
-    engine_->count_acquisition_stats(fsm_.stale_deleted(), fsm_.adopted());
+    engine_->count_acquisition_stats(fsm_.stale_deleted(), fsm_.adopted(), d.acquired ? fsm_.listing_free_handoffs() : 0);
     if (!d.acquired) {
         answer(d.error, nullptr);
         return;
@@ -191,6 +288,7 @@ void acquisition::finish(const step::done& d) {
     h->async_owned = async_owned_;
     h->session = fsm_.session();
     h->czxid = fsm_.czxid();
+    if (d.mark) mark_holding(h->node_path);
     engine_->register_hold(h, fsm_.pins_write_node());
     // The machine never reports acquired once given up, so the caller is still waiting; should
     // that ever be wrong, the hold must not outlive its forgotten owner.

@@ -25,6 +25,9 @@ private:
     void feed(Event&& event);
     void run(action a);
     void send(const step::create_and_list& s, client_impl& c);
+    void send(const step::watch& s, client_impl& c);
+    void on_watch_fired(const watch_state* fired, bool child_watch, error_code ec, const watch_event& ev);
+    void mark_holding(const std::string& node_path);
     void finish(const step::done& d);
     bool answer(error_code ec, std::shared_ptr<hold> h);
     std::int64_t session() const;
@@ -41,7 +44,9 @@ private:
     bool machine_done_ = false;
     bool answered_ = false;
     lock_engine::done_fn done_;
-    std::shared_ptr<watch_state> watch_;
+    // The watches of the current `watch` step still armed: its data watch and its child watch.
+    // Events of any other (an earlier step's, the twin of one that fired) are not passed on.
+    std::shared_ptr<watch_state> watch_, child_watch_;
     std::shared_ptr<boost::asio::steady_timer> timer_;  // armed and cancelled on the session thread
 };
 

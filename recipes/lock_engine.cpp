@@ -63,8 +63,9 @@ void lock_engine::cancel(const std::shared_ptr<acquisition>& a) {
     if (a) a->give_up(make_error_code(errc::cancelled));
 }
 
-void lock_engine::count_acquisition_stats(int stale_deleted, bool adopted) {
+void lock_engine::count_acquisition_stats(int stale_deleted, bool adopted, int handoffs_without_listing) {
     counters_.stale_nodes_deleted += static_cast<std::uint64_t>(stale_deleted);
+    counters_.handoffs_without_listing += static_cast<std::uint64_t>(handoffs_without_listing);
     if (adopted) ++counters_.nodes_adopted;
 }
 
@@ -336,9 +337,19 @@ std::vector<participant> lock_engine::participants(const std::string& lock_path,
 }
 
 lock_statistics lock_engine::statistics() const {
-    return {counters_.acquisitions.load(),  counters_.reentries.load(),          counters_.wakeups.load(),
-            counters_.nodes_created.load(), counters_.nodes_adopted.load(),      counters_.stale_nodes_deleted.load(),
-            counters_.delete_retries.load(), counters_.holds_lost.load(),        counters_.unowned_unlocks.load()};
+    lock_statistics s;
+    s.acquisitions = counters_.acquisitions.load();
+    s.reentries = counters_.reentries.load();
+    s.wakeups = counters_.wakeups.load();
+    s.handoffs_without_listing = counters_.handoffs_without_listing.load();
+    s.holding_marks = counters_.holding_marks.load();
+    s.nodes_created = counters_.nodes_created.load();
+    s.nodes_adopted = counters_.nodes_adopted.load();
+    s.stale_nodes_deleted = counters_.stale_nodes_deleted.load();
+    s.delete_retries = counters_.delete_retries.load();
+    s.holds_lost = counters_.holds_lost.load();
+    s.unowned_unlocks = counters_.unowned_unlocks.load();
+    return s;
 }
 
 }  // namespace zkr::detail

@@ -97,7 +97,7 @@ public:
     boost::asio::io_context& session_context() const { return threads_->session; }
 
     void count_wakeup() { ++counters_.wakeups; }
-    void count_acquisition_stats(int stale_deleted, bool adopted);
+    void count_acquisition_stats(int stale_deleted, bool adopted, int handoffs_without_listing);
     void count_unowned_unlock() { ++counters_.unowned_unlocks; }
 
 private:
@@ -128,7 +128,8 @@ private:
 
     struct counters {
         std::atomic<std::uint64_t> acquisitions{0}, reentries{0}, wakeups{0}, nodes_created{0}, nodes_adopted{0},
-            stale_nodes_deleted{0}, delete_retries{0}, holds_lost{0}, unowned_unlocks{0};
+            stale_nodes_deleted{0}, delete_retries{0}, holds_lost{0}, unowned_unlocks{0}, handoffs_without_listing{0},
+            holding_marks{0};
     };
     counters counters_;
 };

@@ -53,6 +53,14 @@ lock_owner decode_owner(std::string_view data) {
     return parsed.pid != 0 ? parsed : owner;
 }
 
+std::string holding_mark(std::string_view owner_data) { return std::string(owner_data) + ";held=1"; }
+
+bool is_marked_holding(std::string_view data) {
+    if (data.substr(0, prefix.size()) != prefix) return false;
+    constexpr std::string_view mark = ";held=1";
+    return data.size() >= mark.size() && data.substr(data.size() - mark.size()) == mark;
+}
+
 std::string current_owner_data(bool async) {
     static const std::string host = [] {
         char name[256] = {};

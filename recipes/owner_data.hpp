@@ -15,6 +15,12 @@ std::string encode_owner(std::string_view host, std::int64_t pid, std::int64_t t
 /// Parses zkr's format; anything else comes back with only `raw` set.
 lock_owner decode_owner(std::string_view data);
 
+/// The data a holder sets on its node to say it holds: its owner data plus ";held=1".
+std::string holding_mark(std::string_view owner_data);
+
+/// True if `data` is zkr's owner data carrying the holding mark.
+bool is_marked_holding(std::string_view data);
+
 /// This process's host name, pid, and the calling thread's Linux thread id, encoded.
 std::string current_owner_data(bool async = false);
 

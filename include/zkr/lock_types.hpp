@@ -50,7 +50,11 @@ struct participant {
 struct lock_statistics {
     std::uint64_t acquisitions = 0;     ///< holds taken through ZooKeeper (not re-entries)
     std::uint64_t reentries = 0;        ///< holds taken again by their thread, no round trip
-    std::uint64_t wakeups = 0;          ///< watch events that woke a waiter
+    std::uint64_t wakeups = 0;          ///< departures of a watched node that woke a waiter
+    /// Holds taken when the watched node went, with no listing: it was first in our last
+    /// listing, or it had been marked holding (a one-round-trip hand-off).
+    std::uint64_t handoffs_without_listing = 0;
+    std::uint64_t holding_marks = 0;    ///< our nodes marked holding, for a successor already queued
     std::uint64_t nodes_created = 0;    ///< lock nodes created
     std::uint64_t nodes_adopted = 0;    ///< lock nodes found again after a lost create reply
     std::uint64_t stale_nodes_deleted = 0;  ///< our nodes of failed creates or older sessions removed

@@ -73,6 +73,7 @@ public:
         thread_.join();
     }
     std::uint64_t wakeups() const { return view_->statistics().wakeups; }
+    zkr::lock_statistics statistics() const { return view_->statistics(); }
 
     zkr::client client;
     std::atomic<bool> acquired{false};

@@ -301,6 +301,14 @@ int zk_cluster::watch_count(int i) const {
     return std::atoi(reply.c_str() + pos + key.size());
 }
 
+int zk_cluster::all_watch_count(int i) const {
+    const std::string reply = four_letter_word(i, "mntr");
+    const std::string key = "zk_watch_count\t";
+    auto pos = reply.find(key);
+    if (pos == std::string::npos) return -1;
+    return std::atoi(reply.c_str() + pos + key.size());
+}
+
 int zk_cluster::leader() const {
     for (int i = 1; i <= servers_; ++i) {
         const std::string reply = four_letter_word(i, "srvr");

@@ -48,6 +48,8 @@ public:
     std::string four_letter_word(int i, const std::string& word) const;
     // Total watches on server i, parsed from `wchs` ("... Total watches:N"); -1 if no answer.
     int watch_count(int i) const;
+    /// Data and child watches server `i` holds ("mntr": zk_watch_count), or -1.
+    int all_watch_count(int i) const;
     // "127.0.0.1:port" of server i's client port.
     std::string server_address(int i) const;
     int client_port(int i) const;

@@ -33,6 +33,7 @@ struct model_node {
     std::string data;
     std::int64_t owner = 0;  // ephemeral owner session
     std::int64_t czxid = 0;
+    bool marked = false;     // its owner set the holding mark
 };
 
 class model_server {
@@ -43,7 +44,8 @@ public:
     bool lock_path_exists = true;
     std::map<std::string, model_node> children;  // name -> node
     std::int64_t session = 1;                    // our client's current session
-    std::set<std::pair<std::int64_t, std::string>> watches;  // (session, watched path)
+    std::set<std::pair<std::int64_t, std::string>> watches;        // data watches: (session, watched path)
+    std::set<std::pair<std::int64_t, std::string>> child_watches;  // child watches: (session, watched path)
     std::vector<std::string> foreign_deleted;    // nodes of others that we deleted (must stay empty)
     int sequence = 0;
     std::int64_t zxid = 100;
@@ -64,21 +66,26 @@ public:
         for (auto& [name, n] : children) out.push_back(name);
         return out;
     }
-    // Deleting a node fires the data watches on it (of live sessions).
+    // Deleting a node fires the data and child watches on it (of live sessions).
     void remove(const std::string& name) {
         children.erase(name);
         std::erase_if(watches, [&](const auto& w) { return w.second == full(name); });
+        std::erase_if(child_watches, [&](const auto& w) { return w.second == full(name); });
+    }
+    bool watched(const std::string& path) const {
+        return watches.count({session, path}) > 0 || child_watches.count({session, path}) > 0;
     }
     // The session ends: its ephemeral nodes and watches go; the client gets a new session.
     void expire() {
         std::erase_if(children, [&](const auto& e) { return e.second.owner == session; });
-        std::erase_if(watches, [&](const auto& w) { return w.first == session; });
+        drop_connection();
         ++session;
     }
     // A dropped connection takes the connection's watches with it at the server; the client sets
     // again those it knows of, which the harness does not model: no watch survives a loss here.
     void drop_connection() {
         std::erase_if(watches, [&](const auto& w) { return w.first == session; });
+        std::erase_if(child_watches, [&](const auto& w) { return w.first == session; });
     }
     // The client gives its session up (suspended too long) while the server keeps it: its nodes
     // stay until zkr's session layer closes it; the client goes on with a new session.
@@ -122,6 +129,11 @@ struct scenario {
     std::vector<std::pair<std::string, lock_kind>> ahead;  // foreign contenders queued before us
     bool own_write_ahead = false;                         // our own write node (downgrade)
     bool own_write_of_old_session = false;                // ... of a lost session
+    // Those ahead hold in turn: before the watched node goes, every node before it goes, then
+    // it holds and (a writer) marks itself, as zkr's contenders do. Otherwise the watched node
+    // just leaves (a waiter timing out, or a holder that does not mark, as Curator's).
+    bool hold_in_turn = false;
+    bool marked_predecessor = false;  // ... and the one we wait on last marks: no listing after it
 };
 
 std::vector<scenario> scenarios() {
@@ -143,6 +155,24 @@ std::vector<scenario> scenarios() {
     stale.own_write_ahead = true;
     stale.own_write_of_old_session = true;
     all.push_back(stale);
+    // The one-round-trip hand-off: marks seen at the watch or while waiting.
+    scenario turn{"mutex behind three holding in turn", lock_kind::exclusive, true, true,
+                  {{"_c_h-", lock_kind::exclusive}, {"_c_w1-", lock_kind::exclusive}, {"_c_w2-", lock_kind::exclusive}}};
+    turn.hold_in_turn = turn.marked_predecessor = true;
+    all.push_back(turn);
+    scenario readers_turn{"reader behind two writers holding in turn", lock_kind::read, true, true,
+                          {{"_c_w1-", lock_kind::write}, {"_c_w2-", lock_kind::write}}};
+    readers_turn.hold_in_turn = readers_turn.marked_predecessor = true;
+    all.push_back(readers_turn);
+    scenario writer_turn{"writer behind a reader and a writer holding in turn", lock_kind::write, true, true,
+                         {{"_c_r-", lock_kind::read}, {"_c_w-", lock_kind::write}}};
+    writer_turn.hold_in_turn = writer_turn.marked_predecessor = true;
+    all.push_back(writer_turn);
+    // A reader holding says nothing of those before it: the writer behind it lists.
+    scenario behind_reader{"writer behind a writer and a reader holding in turn", lock_kind::write, true, true,
+                           {{"_c_w-", lock_kind::write}, {"_c_r-", lock_kind::read}}};
+    behind_reader.hold_in_turn = true;
+    all.push_back(behind_reader);
     return all;
 }
 
@@ -152,6 +182,7 @@ struct run_result {
     int steps = 0;
     bool ended = false;
     bool acquired = false;
+    bool without_listing = false;  // acquired on a departure, with no listing after it
     error_code error;
     std::vector<std::string> problems;
 };
@@ -341,14 +372,19 @@ private:
         if (a.is<step::watch>()) {
             std::string node = a.as<step::watch>().node;
             fault f = take_fault();
+            bool marked = false;
+            // get_data and get_children, back to back: a fault cuts both.
             auto ec = request(f, [&]() -> error_code {
-                if (!m_.children.count(std::string(zkr::node_name(node)))) return zkr::make_error_code(errc::no_node);
+                auto it = m_.children.find(std::string(zkr::node_name(node)));
+                if (it == m_.children.end()) return zkr::make_error_code(errc::no_node);
+                marked = it->second.marked;
                 m_.watches.insert({m_.session, node});
+                m_.child_watches.insert({m_.session, node});
                 watched_ = node;
                 return {};
             });
             if (f == fault::abandon) maybe_abandon(fsm, f, {});
-            return fsm.on_watch_set(ec, m_.session);
+            return fsm.on_watch_set(ec, m_.session, !ec && marked, !ec);
         }
         if (a.is<step::wait>()) {
             fault f = take_fault();
@@ -372,23 +408,43 @@ private:
                 problem("waits in the queue without a node of its session");
             // Progress: whoever we wait on lets go (a foreign node; ours never blocks us).
             std::string name(zkr::node_name(node));
-            if (!m_.watches.count({m_.session, node})) {
+            if (!m_.watched(node)) {
                 result_.problems.push_back("waiting on a watch the server does not have: " + node);
                 return fsm.on_watch_event(zkr::make_error_code(errc::session_expired), event_type::not_watching, m_.session);
             }
+            if (s_.hold_in_turn) {
+                // Everything before it lets go; then it holds, and a writer marks itself.
+                auto queue = zkr::detail::sorted_contenders(m_.names(), s_.kind != lock_kind::exclusive);
+                for (auto& c : queue) {
+                    if (c.name == name) break;
+                    if (!ours(c.name)) m_.remove(c.name);
+                }
+                auto it = m_.children.find(name);
+                auto kind = zkr::detail::parse_contender(name, s_.kind != lock_kind::exclusive);
+                if (it != m_.children.end() && !it->second.marked && kind && kind->kind != lock_kind::read) {
+                    it->second.marked = true;
+                    if (m_.watches.erase({m_.session, node}) > 0) {
+                        auto next = fsm.on_watch_event({}, event_type::changed, m_.session, false);
+                        if (!next.is<step::none>()) return next;  // it sets its watches again
+                    }
+                }
+            }
+            bool child = m_.child_watches.count({m_.session, node}) > 0;
             m_.remove(name);
-            return fsm.on_watch_event({}, event_type::deleted, m_.session);
+            return fsm.on_watch_event({}, event_type::deleted, m_.session, child);
         }
         if (a.is<step::remove_watch>()) {
             std::string node = a.as<step::remove_watch>().node;
             fault f = take_fault();
             request(f, [&]() -> error_code {
                 m_.watches.erase({m_.session, node});
+                m_.child_watches.erase({m_.session, node});
                 return {};
             });
             // A removal that failed falls back to dropping the watch at the client (the engine does),
             // so it is not set again on reconnect: nothing of it remains either way.
             m_.watches.erase({m_.session, node});
+            m_.child_watches.erase({m_.session, node});
             if (f == fault::abandon) maybe_abandon(fsm, f, {});
             return fsm.on_watch_removed();
         }
@@ -399,6 +455,7 @@ private:
     run_result finish(acquire_fsm& fsm, const step::done& d) {
         result_.ended = true;
         result_.acquired = d.acquired;
+        result_.without_listing = d.acquired && fsm.listing_free_handoffs() == 1;
         result_.error = d.error;
         // The sweep: for creates of the session still current, delete what carries their prefix.
         for (auto& u : d.sweep) {
@@ -428,9 +485,14 @@ private:
         } else if (!left.empty()) {
             problem("not acquired, yet nodes of ours are left: " + left.front());
         }
-        for (auto& [session, path] : m_.watches) {
-            if (session == m_.session) problem("a watch is left on the server: " + path);
+        for (auto* set : {&m_.watches, &m_.child_watches}) {
+            for (auto& [session, path] : *set) {
+                if (session == m_.session) problem("a watch is left on the server: " + path);
+            }
         }
+        if (d.mark && (!d.acquired || s_.kind == lock_kind::read)) problem("marks a node that does not hold for writers");
+        if (d.acquired && s_.hold_in_turn && s_.kind != lock_kind::read && fsm.listing_free_handoffs() == 1 && !d.mark)
+            problem("got in with no listing, yet leaves no mark for those behind");
         if (!m_.foreign_deleted.empty()) problem("deleted a node of someone else: " + m_.foreign_deleted.front());
         if (abandoned_ && d.error != errc::timed_out) problem("abandoned, but the error is " + d.error.message());
         if (!d.acquired && !abandoned_ && s_.wait && !d.error) problem("a wait ended without the lock and without an error");
@@ -462,6 +524,8 @@ TEST_CASE("acquire_fsm under a fault at every step of every scenario", "[acquire
         REQUIRE(clean.problems.empty());
         // Without faults, a wait is always acquired, a try against a holder is not.
         if (s.wait) CHECK(clean.acquired);
+        // Behind contenders that hold in turn and mark, the last departure needs no listing.
+        if (s.hold_in_turn) CHECK(clean.without_listing == s.marked_predecessor);
         for (int k = 0; k < clean.steps; ++k) {
             for (fault f : {fault::lost_before, fault::lost_after, fault::expired_before, fault::expired_after,
                             fault::retried_on_new, fault::given_up_after, fault::abandon}) {

@@ -794,3 +794,187 @@ TEST_CASE("acquire_fsm 12b: abandon during a later attempt's create still remove
     CHECK(contains(a.deletes, "/l/_c_u2-lock-0000000002"));
     CHECK(contains(a.deletes, "/l/_c_u1-lock-0000000001"));  // fails: the stale u1 node is leaked
 }
+
+// ---------------------------------------------------------------- one-round-trip hand-off
+
+namespace {
+bool marks(const acquire_fsm::action& a) { return a.is<step::done>() && a.as<step::done>().mark; }
+}  // namespace
+
+TEST_CASE("acquire_fsm 16: a marked predecessor's departure gives the lock with no listing", "[acquire_fsm][handoff]") {
+    // Third in queue: in the old protocol (test 3) the departure needs a listing, as `a` may
+    // still be there. A predecessor seen marked holding says `a` is gone.
+    auto f = make();
+    f.start();
+    auto a = created_and_listed(f, "_c_u1-lock-0000000002",
+                                {"_c_a-lock-0000000000", "_c_b-lock-0000000001", "_c_u1-lock-0000000002"});
+    REQUIRE(a.is<step::watch>());
+    CHECK(path_of(a) == "/l/_c_b-lock-0000000001");
+
+    SECTION("marked when the watch was set") {
+        REQUIRE(f.on_watch_set({}, session, /*marked=*/true, /*child_watch_set=*/true).is<step::wait>());
+        CHECK(f.watched_holds());
+    }
+    SECTION("marked while we wait: the data watch fires, the child watch still waits") {
+        REQUIRE(f.on_watch_set({}, session, false, true).is<step::wait>());
+        CHECK_FALSE(f.watched_holds());
+        CHECK(f.on_watch_event({}, event_type::changed, session).is<step::none>());
+        CHECK(f.watched_holds());
+    }
+    SECTION("marked while we wait, no child watch: set the watches again, the mark remembered") {
+        REQUIRE(f.on_watch_set({}, session, false, false).is<step::wait>());
+        a = f.on_watch_event({}, event_type::changed, session);
+        REQUIRE(a.is<step::watch>());
+        CHECK(path_of(a) == "/l/_c_b-lock-0000000001");
+        REQUIRE(f.on_watch_set({}, session, false, true).is<step::wait>());
+        CHECK(f.watched_holds());
+    }
+    a = f.on_watch_event({}, event_type::deleted, session, /*child_watch=*/true);
+    REQUIRE(a.is<step::done>());
+    CHECK(acquired(a));
+    CHECK(f.listing_free_handoffs() == 1);
+    // We got in with no listing: whoever queued behind us meanwhile may be waiting unmarked.
+    CHECK(marks(a));
+}
+
+TEST_CASE("acquire_fsm 16b: an unmarked departure still lists when others were ahead", "[acquire_fsm][handoff]") {
+    auto f = make();
+    f.start();
+    created_and_listed(f, "_c_u1-lock-0000000002",
+                       {"_c_a-lock-0000000000", "_c_b-lock-0000000001", "_c_u1-lock-0000000002"});
+    REQUIRE(f.on_watch_set({}, session, false, true).is<step::wait>());
+    SECTION("no event but the departure") {}
+    SECTION("the child watch dropped with others on its path: watches set again, no mark assumed") {
+        auto a = f.on_watch_event({}, event_type::not_watching, session, true);
+        REQUIRE(a.is<step::watch>());
+        REQUIRE(f.on_watch_set({}, session, false, true).is<step::wait>());
+    }
+    SECTION("the data watch dropped: the child watch still waits") {
+        CHECK(f.on_watch_event({}, event_type::not_watching, session, false).is<step::none>());
+    }
+    CHECK_FALSE(f.watched_holds());
+    auto a = f.on_watch_event({}, event_type::deleted, session, true);
+    REQUIRE(a.is<step::list>());
+    a = f.on_listed({}, {"_c_u1-lock-0000000002"}, session);
+    CHECK(acquired(a));
+    CHECK(f.listing_free_handoffs() == 0);
+    // Our listing saw us first with nobody behind: anyone later sees us first too.
+    CHECK_FALSE(marks(a));
+}
+
+TEST_CASE("acquire_fsm 16c: who marks", "[acquire_fsm][handoff]") {
+    SECTION("uncontended: first in a fresh listing, nobody behind: no mark (no extra write)") {
+        auto f = make();
+        f.start();
+        auto a = created_and_listed(f, "_c_u1-lock-0000000000", {"_c_u1-lock-0000000000"});
+        CHECK(acquired(a));
+        CHECK_FALSE(marks(a));
+    }
+    SECTION("first in a fresh listing with someone behind: it may have listed before we were first") {
+        auto f = make();
+        f.start();
+        auto a = created_and_listed(f, "_c_u1-lock-0000000000", {"_c_u1-lock-0000000000", "_c_z-lock-0000000001"});
+        CHECK(acquired(a));
+        CHECK(marks(a));
+    }
+    SECTION("in with no listing after the head left: marks") {
+        auto f = make();
+        f.start();
+        created_and_listed(f, "_c_u1-lock-0000000001", {"_c_h-lock-0000000000", "_c_u1-lock-0000000001"});
+        REQUIRE(f.on_watch_set({}, session, false, true).is<step::wait>());
+        auto a = f.on_watch_event({}, event_type::deleted, session, false);
+        CHECK(acquired(a));
+        CHECK(f.listing_free_handoffs() == 1);
+        CHECK(marks(a));
+    }
+    SECTION("marking turned off") {
+        auto o = options();
+        o.mark_holding = false;
+        auto f = make(o);
+        f.start();
+        auto a = created_and_listed(f, "_c_u1-lock-0000000000", {"_c_u1-lock-0000000000", "_c_z-lock-0000000001"});
+        CHECK(acquired(a));
+        CHECK_FALSE(marks(a));
+    }
+    SECTION("a reader never marks: its holding says nothing of the nodes before it") {
+        auto f = make(options(lock_kind::read));
+        f.start();
+        auto a = f.on_created_and_listed({}, created("/l/_c_u1-__READ__0000000001"), {},
+                                         {"_c_r-__READ__0000000000", "_c_u1-__READ__0000000001", "_c_w-__WRIT__0000000002"},
+                                         session);
+        CHECK(acquired(a));
+        CHECK_FALSE(marks(a));
+    }
+    SECTION("a writer behind readers marks like the mutex") {
+        auto f = make(options(lock_kind::write));
+        f.start();
+        auto a = f.on_created_and_listed({}, created("/l/_c_u1-__WRIT__0000000000"), {},
+                                         {"_c_u1-__WRIT__0000000000", "_c_r-__READ__0000000001"}, session);
+        CHECK(acquired(a));
+        CHECK(marks(a));
+    }
+    SECTION("abandoned: never marks") {
+        auto f = make();
+        f.start();
+        f.abandon(ec(errc::timed_out));
+        auto a = created_and_listed(f, "_c_u1-lock-0000000000", {"_c_u1-lock-0000000000", "_c_z-lock-0000000001"});
+        CHECK_FALSE(acquired(a));
+        CHECK_FALSE(marks(a));
+    }
+}
+
+TEST_CASE("acquire_fsm 16d: read/write: readers behind a marked writer get in with no listing", "[acquire_fsm][handoff]") {
+    // w0 holds, w1 queued, then us (a reader) behind w1: we watch w1, the nearest writer.
+    auto f = make(options(lock_kind::read));
+    f.start();
+    auto a = f.on_created_and_listed({}, created("/l/_c_u1-__READ__0000000002"), {},
+                                     {"_c_w0-__WRIT__0000000000", "_c_w1-__WRIT__0000000001", "_c_u1-__READ__0000000002"},
+                                     session);
+    REQUIRE(a.is<step::watch>());
+    CHECK(path_of(a) == "/l/_c_w1-__WRIT__0000000001");
+    REQUIRE(f.on_watch_set({}, session, false, true).is<step::wait>());
+    SECTION("w1 was marked: w0 is gone too") {
+        CHECK(f.on_watch_event({}, event_type::changed, session).is<step::none>());
+        a = f.on_watch_event({}, event_type::deleted, session, true);
+        CHECK(acquired(a));
+        CHECK_FALSE(marks(a));
+    }
+    SECTION("w1 unmarked: w0 may still hold, list") {
+        a = f.on_watch_event({}, event_type::deleted, session, true);
+        CHECK(a.is<step::list>());
+    }
+}
+
+TEST_CASE("acquire_fsm 16e: a writer behind a reader does not trust a reader's mark", "[acquire_fsm][handoff]") {
+    // A reader holding says nothing of readers before it: a (foreign) mark on one changes nothing.
+    auto f = make(options(lock_kind::write));
+    f.start();
+    auto a = f.on_created_and_listed({}, created("/l/_c_u1-__WRIT__0000000002"), {},
+                                     {"_c_r0-__READ__0000000000", "_c_r1-__READ__0000000001", "_c_u1-__WRIT__0000000002"},
+                                     session);
+    REQUIRE(a.is<step::watch>());
+    CHECK(path_of(a) == "/l/_c_r1-__READ__0000000001");
+    REQUIRE(f.on_watch_set({}, session, true, true).is<step::wait>());
+    a = f.on_watch_event({}, event_type::deleted, session, true);
+    CHECK(a.is<step::list>());
+}
+
+TEST_CASE("acquire_fsm 16f: a mark seen on an earlier target does not carry over", "[acquire_fsm][handoff]") {
+    auto f = make();
+    f.start();
+    created_and_listed(f, "_c_u1-lock-0000000002",
+                       {"_c_a-lock-0000000000", "_c_b-lock-0000000001", "_c_u1-lock-0000000002"});
+    REQUIRE(f.on_watch_set({}, session, false, true).is<step::wait>());
+    CHECK(f.on_watch_event({}, event_type::changed, session).is<step::none>());
+    CHECK(f.watched_holds());
+    // Our session goes: queue again, behind a newcomer `c` this time, and watch it.
+    auto a = f.on_watch_event(ec(errc::session_expired), event_type::not_watching, session);
+    REQUIRE(a.is<step::create_and_list>());
+    a = f.on_created_and_listed({}, created("/l/_c_u2-lock-0000000004", 200, session + 1), {},
+                                {"_c_b-lock-0000000001", "_c_c-lock-0000000003", "_c_u2-lock-0000000004"}, session + 1);
+    REQUIRE(a.is<step::watch>());
+    CHECK(path_of(a) == "/l/_c_c-lock-0000000003");
+    CHECK_FALSE(f.watched_holds());
+    REQUIRE(f.on_watch_set({}, session + 1, false, true).is<step::wait>());
+    CHECK(f.on_watch_event({}, event_type::deleted, session + 1, true).is<step::list>());
+}

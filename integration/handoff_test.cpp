@@ -1,0 +1,151 @@
+// The one-round-trip hand-off (docs/lock-protocol.md): a holder that may have a successor
+// waiting on it without knowing it holds marks its node; the successor, watching that node's
+// data and its departure, takes the lock when it goes with no listing. Real servers; Curator
+// contenders on the same path stay correct.
+#include "support/background_lock.hpp"
+#include "support/child_process.hpp"
+#include "support/curator_driver.hpp"
+#include "support/session_tools.hpp"
+#include "support/zk_cluster.hpp"
+#include "zkr/client.hpp"
+#include "zkr/mutex.hpp"
+#include "zkr/path.hpp"
+#include "zkr/shared_mutex.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <memory>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+using zkr::test::background_lock;
+using zkr::test::eventually;
+using zkr::test::lock_side;
+using zkr::test::queue_length;
+using zkr::test::test_connect_string;
+using zkr::test::test_options;
+using zkr::test::unique_path;
+
+namespace {
+
+// The data of the lock node that holds now (the lowest), as the server has it.
+std::string holder_data(zkr::client& c, const std::string& path) {
+    auto children = c.get_children(path).children;
+    REQUIRE_FALSE(children.empty());
+    auto lowest = std::min_element(children.begin(), children.end(), [](const std::string& a, const std::string& b) {
+        return a.substr(a.size() - 10) < b.substr(b.size() - 10);
+    });
+    return c.get_data(zkr::join_path(path, *lowest)).data;
+}
+
+bool ends_with(const std::string& s, const std::string& tail) {
+    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("hand-off: a queue of five passes the lock on in order with no listing, each holder marked",
+          "[handoff][mutex]") {
+    std::string connect = test_connect_string();
+    std::string path = unique_path("handoff-queue");
+    zkr::client hc(test_options(connect));
+    zkr::mutex holder(hc, path);
+    holder.lock();
+    // Alone when it took the lock: nobody can be behind it unaware, so no mark (no extra write).
+    CHECK_FALSE(ends_with(holder_data(hc, path), ";held=1"));
+
+    // Four waiters, all queued before any release: each but the first lists while the node it
+    // watches is not yet first, so without marks each of them would have to list again.
+    constexpr int waiters = 4;
+    std::vector<std::unique_ptr<background_lock>> queue;
+    for (int i = 0; i < waiters; ++i) {
+        queue.push_back(std::make_unique<background_lock>(connect, path));
+        REQUIRE(eventually([&] { return queue_length(hc, path) == static_cast<std::size_t>(i + 2); }));
+    }
+    holder.unlock();
+    for (int i = 0; i < waiters; ++i) {
+        REQUIRE(eventually([&] { return queue[i]->acquired.load(); }));
+        if (i + 1 < waiters) {
+            std::this_thread::sleep_for(50ms);
+            CHECK_FALSE(queue[i + 1]->acquired.load());  // FIFO: one holder at a time, in turn
+        }
+        // It got in with no listing, so it marked its node for the one behind it.
+        CHECK(eventually([&] { return ends_with(holder_data(hc, path), ";held=1"); }));
+        queue[i]->release();
+    }
+    for (auto& w : queue) {
+        auto s = w->statistics();
+        INFO("waiter statistics");
+        CHECK(s.acquisitions == 1);
+        CHECK(s.wakeups == 1);                   // one wake-up: the departure (the mark is not one)
+        CHECK(s.handoffs_without_listing == 1);  // each: the first as its predecessor was the head,
+                                                 // the others as theirs was marked holding
+        CHECK(s.holding_marks == 1);
+    }
+    CHECK(holder.statistics().holding_marks == 0);
+    CHECK(eventually([&] { return queue_length(hc, path) == 0; }));
+}
+
+TEST_CASE("hand-off: readers behind a marked writer all get in with no listing", "[handoff][shared_mutex]") {
+    std::string connect = test_connect_string();
+    std::string path = unique_path("handoff-readers");
+    zkr::client hc(test_options(connect));
+    zkr::shared_mutex first(hc, path);
+    first.lock();
+    background_lock writer(connect, path, lock_side::write);
+    REQUIRE(eventually([&] { return queue_length(hc, path) == 2; }));
+    background_lock reader1(connect, path, lock_side::read);
+    background_lock reader2(connect, path, lock_side::read);
+    REQUIRE(eventually([&] { return queue_length(hc, path) == 4; }));
+
+    first.unlock();
+    REQUIRE(eventually([&] { return writer.acquired.load(); }));
+    CHECK(eventually([&] { return ends_with(holder_data(hc, path), ";held=1"); }));
+    std::this_thread::sleep_for(50ms);
+    CHECK_FALSE(reader1.acquired.load());
+    CHECK_FALSE(reader2.acquired.load());
+    writer.release();
+    REQUIRE(eventually([&] { return reader1.acquired.load() && reader2.acquired.load(); }));
+    CHECK(writer.statistics().holding_marks == 1);
+    for (auto* r : {&reader1, &reader2}) {
+        auto s = r->statistics();
+        CHECK(s.wakeups == 1);
+        CHECK(s.handoffs_without_listing == 1);  // the writer they watched was marked: the first is gone too
+        CHECK(s.holding_marks == 0);             // readers never mark
+    }
+    reader1.release();
+    reader2.release();
+    CHECK(eventually([&] { return queue_length(hc, path) == 0; }));
+}
+
+TEST_CASE("hand-off: a Curator waiter behind a marked zkr holder sees the mark, waits on, then holds",
+          "[handoff][interop][mutex]") {
+    std::string connect = test_connect_string();
+    std::string path = unique_path("handoff-curator");
+    zkr::client hc(test_options(connect));
+    zkr::mutex first(hc, path);
+    first.lock();
+    background_lock marked(connect, path);  // will hold after `first`, with no listing: it marks
+    REQUIRE(eventually([&] { return queue_length(hc, path) == 2; }));
+    zkr::test::child_process curator(zkr::test::curator_command("wait-hold " + connect + " " + path));
+    auto queued = curator.read_line();
+    REQUIRE(queued);
+    REQUIRE(queued->rfind("queued ", 0) == 0);
+
+    first.unlock();
+    REQUIRE(eventually([&] { return marked.acquired.load(); }));
+    CHECK(eventually([&] { return ends_with(holder_data(hc, path), ";held=1"); }));
+    // Curator's watcher fires on the mark (a data change), lists, and goes on waiting.
+    CHECK_FALSE(curator.read_line(1s));
+    CHECK(queue_length(hc, path) == 2);
+    marked.release();
+    auto acquired = curator.read_line();
+    REQUIRE(acquired);
+    CHECK(*acquired == "acquired " + queued->substr(7));
+    curator.write_line("release");
+    CHECK(curator.read_line() == std::optional<std::string>("released"));
+    CHECK(curator.wait() == 0);
+    CHECK(eventually([&] { return queue_length(hc, path) == 0; }));
+}
