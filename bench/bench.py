@@ -1,10 +1,12 @@
 #!/usr/bin/python3
 """zkr's benchmark orchestrator (bench/run.sh calls it once everything is built).
 
-Starts its own ZooKeeper servers (one with forceSync=no, one with forceSync=yes), runs every
-contender of every scenario interleaved (round 1: A B C, round 2: B C A, ...), validates each
-driver's one-line JSON, and writes the medians as tables (stdout and RESULTS-style Markdown), a
-JSON file with every run and the machine, and a PNG chart.
+Starts its own ZooKeeper servers (one with forceSync=no, one with forceSync=yes) and, for each
+one-way network delay D > 0 of --delays, a delay proxy (zkr_delay_proxy) in front of the
+forceSync=no server; runs every contender of every scenario in every setting (forceSync, D)
+interleaved (round 1: A B C, round 2: B C A, ...), plus the round trip of one request per round
+and setting; validates each driver's one-line JSON, and writes the medians as tables (stdout and
+RESULTS-style Markdown), a JSON file with every run and the machine, and PNG charts.
 
 Modes: default (the full run), --quick (shorter, same coverage except herd N=1000), --smoke
 (seconds long, tiny counts, every driver exercised once, no timing assertions; exit status 1 only
@@ -17,6 +19,7 @@ import math
 import os
 import platform
 import re
+import select
 import shutil
 import signal
 import statistics
@@ -47,6 +50,11 @@ PEERS = ["curator", "kazoo", "raw-sync", "raw-pipelined", "raw-async"]
 
 TIMED_KEYS = ["driver", "scenario", "cycles", "cycles_per_s", "p50_us", "p99_us", "cpu_s", "cpu_ms_per_1000",
               "rss_kb", "errors"]
+# The round trip of one request, per round and setting (zkr_bench raw-sync rtt): not a table row,
+# the unit of the "in RTTs" columns.
+RTT_CASE = dict(id="rtt", scenario="rtt", threads=1, procs=1, contenders=["raw-sync"], extra=["--resolve-delay", "-1"],
+                title="round trip of one request (synchronous exists)")
+
 HERD_KEYS = ["driver", "scenario", "waiters", "handoffs", "handoff_p50_us", "handoff_p99_us", "handoff_max_us",
              "handoff_first_tenth_us", "handoff_last_tenth_us", "queue_s", "chain_s", "server_watches_queued",
              "notifications_per_release", "wakeups_per_release", "rss_kb", "errors"]
@@ -74,7 +82,7 @@ def scenarios_for(mode):
         dict(id="rw-mix-8", scenario="rw-mix", threads=t8, procs=1, contenders=locks, extra=["--write-percent", "10"],
              title="rw mix: %d threads, 90%% reads / 10%% writes" % t8),
     ]
-    herd_sizes = [3] if smoke else [10, 100, 1000]
+    herd_sizes = [3] if smoke else [8, 10, 100, 1000]
     for n in herd_sizes:
         out.append(dict(id="herd-%d" % n, scenario="herd", waiters=n, threads=n + 1, procs=1, contenders=locks,
                         title="herd: %d waiters queued on 1 path" % n))
@@ -171,6 +179,93 @@ class Servers:
         for d in self.dirs.values():
             subprocess.run([ZK_CLUSTER, "destroy", d], capture_output=True, timeout=120)
         shutil.rmtree(self.base, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- settings and delay proxies
+
+def setting_name(force_sync, delay_ms):
+    return force_sync if not delay_ms else "%s, D=%g ms" % (force_sync, delay_ms)
+
+
+def make_settings(force_syncs, delays):
+    """The settings (forceSync, one-way delay D) in run order: at D = 0 each forceSync setting of
+    --settings; each D > 0 against the forceSync=no server, through a delay proxy."""
+    out = []
+    if 0 in delays:
+        out += [dict(name=f, force_sync=f, delay_ms=0.0, slug=f) for f in force_syncs]
+    out += [dict(name=setting_name("no", d), force_sync="no", delay_ms=d, slug="no-D%gms" % d) for d in delays if d > 0]
+    return out
+
+
+def default_setting_defs(names):
+    """Settings of a results file from before --delays: forceSync only."""
+    return [dict(name=n, force_sync=n, delay_ms=0.0, slug=n) for n in names]
+
+
+class Proxies:
+    """One zkr_delay_proxy per delay D > 0, each in front of one server."""
+
+    def __init__(self, proxy_bin):
+        self.bin = proxy_bin
+        self.procs = {}
+        self.address = {}
+
+    def start(self, delay_ms, target):
+        p = subprocess.Popen([self.bin, "--listen", "127.0.0.1:0", "--target", target, "--delay-ms", "%g" % delay_ms],
+                             stdout=subprocess.PIPE, text=True, start_new_session=True)
+        self.procs[delay_ms] = p
+        ready, _, _ = select.select([p.stdout], [], [], 10)
+        line = p.stdout.readline().strip() if ready else ""
+        m = re.match(r"listening (\S+)$", line)
+        if not m:
+            raise RuntimeError("zkr_delay_proxy (D=%g ms) did not start (%r)" % (delay_ms, line))
+        self.address[delay_ms] = m.group(1)
+        log("bench: delay proxy D=%g ms at %s -> %s" % (delay_ms, self.address[delay_ms], target))
+        return self.address[delay_ms]
+
+    def cpu_seconds(self):
+        """CPU (user + sys) each proxy has used so far, by delay."""
+        out = {}
+        for d, p in self.procs.items():
+            try:
+                with open("/proc/%d/stat" % p.pid) as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                out[d] = round((int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), 2)
+            except (OSError, IndexError, ValueError):
+                out[d] = None
+        return out
+
+    def stop(self):
+        for p in self.procs.values():
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            p.wait()
+            p.stdout.close()
+        self.procs.clear()
+
+
+def proxy_check(proxy_bin, delay_ms, count):
+    """The proxy's self-test: round trips of a small message through it (echo server on loopback);
+    ok if the p50 is 2·D ± 0.2 ms. Once more if not (a passing load spike)."""
+    res = None
+    for _ in range(2):
+        r = subprocess.run([proxy_bin, "--self-test", "--delay-ms", "%g" % delay_ms, "--count", str(count)],
+                           capture_output=True, text=True, timeout=120)
+        try:
+            res = json.loads(r.stdout.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            res = {"delay_ms": delay_ms, "ok": False, "error": (r.stderr.strip() or "no output")[-300:]}
+        if res.get("ok"):
+            break
+    if res.get("ok"):
+        log("bench: delay proxy self-test D=%g ms: round trip p50 %.3f ms (expected %.3f ± 0.2), the proxy's own "
+            "lateness p50 %.1f µs" % (delay_ms, res["rtt_p50_us"] / 1e3, 2 * delay_ms, res.get("send_late_p50_us", 0)))
+    else:
+        log("bench: WARNING: delay proxy self-test D=%g ms failed: %s" % (delay_ms, json.dumps(res)))
+    return res
 
 
 # ---------------------------------------------------------------- machine
@@ -365,11 +460,13 @@ def merge(results):
 # ---------------------------------------------------------------- the run
 
 def plan(o, cases):
-    """(round, setting, case, contender) in run order: interleaved, rotated each round."""
+    """(round, setting, case, contender) in run order: interleaved, rotated each round; each
+    setting's turn starts with the round trip of one request (RTT_CASE)."""
     steps = []
     for rnd in range(o.rounds):
         settings = o.settings if rnd % 2 == 0 else list(reversed(o.settings))
         for s in settings:
+            steps.append((rnd, s, RTT_CASE, "raw-sync"))
             for case in cases:
                 if case["id"] == "herd-1000" and not (rnd < o.big_herd_rounds and s == o.settings[0]):
                     continue
@@ -384,7 +481,7 @@ def summarize(o, cases, runs):
     med = {}
     for s in o.settings:
         med[s] = {}
-        for case in cases:
+        for case in [RTT_CASE] + cases:
             med[s][case["id"]] = {}
             for c in case["contenders"]:
                 ok = [r["result"] for r in runs if r["setting"] == s and r["case"] == case["id"]
@@ -410,28 +507,87 @@ def ratio(a, b):
     return a / b
 
 
-def paired_ratio(runs, s, case, peer, key):
-    """Median over rounds of zkr's figure / the peer's figure in the same round (the two ran
-    minutes apart at most, under the same load: steadier than the ratio of the medians)."""
+def rtt_p50(med, s):
+    """The median round trip of one request (µs) in setting s."""
+    return med.get(s, {}).get("rtt", {}).get("raw-sync", {}).get("p50_us")
+
+
+def handoff_us(case_id, r):
+    """The hand-off latency of a result (µs): herd: its p50 (release -> the next holder's acquire
+    returns); contended (the lock always busy, every cycle ends in one hand-off): 1 / (cycles/s),
+    the time per hand-off. None for other scenarios."""
+    if not r:
+        return None
+    if case_id.startswith("herd-"):
+        return r.get("handoff_p50_us")
+    if case_id.startswith("contended-") and r.get("cycles_per_s"):
+        return 1e6 / r["cycles_per_s"]
+    return None
+
+
+def value(case_id, r, key):
+    if not r:
+        return None
+    return handoff_us(case_id, r) if key == "handoff_us" else r.get(key)
+
+
+def paired(runs, s, num, den):
+    """Median over rounds of num / den within the round (both ran minutes apart at most, under the
+    same load: steadier than the ratio of the medians). num, den: (case, contender, key)."""
     by_round = {}
     for r in runs:
-        if r["setting"] == s and r["case"] == case and r["result"] and r["contender"] in ("zkr", peer):
-            by_round.setdefault(r["round"], {})[r["contender"]] = r["result"].get(key)
-    return median([ratio(v.get("zkr"), v.get(peer)) for v in by_round.values()])
+        if r["setting"] == s and r["result"]:
+            by_round.setdefault(r["round"], {})[(r["case"], r["contender"])] = r["result"]
+    return median([ratio(value(num[0], v.get(num[:2]), num[2]), value(den[0], v.get(den[:2]), den[2]))
+                   for v in by_round.values()])
+
+
+def paired_ratio(runs, s, case, peer, key):
+    """Median over rounds of zkr's figure / the peer's figure in the same round."""
+    return paired(runs, s, (case, "zkr", key), (case, peer, key))
+
+
+# The issue's goals with a network delay, at D = 1 ms (other delays: the same ratios, no target).
+DELAY_GOALS = [
+    ("contended 8x1 cycles/s vs Curator", "contended-8x1", 1.8),
+    ("contended 4x2 cycles/s vs Curator", "contended-4x2", 1.8),
+    ("uncontended cycles/s vs Curator", "uncontended", 2.7),
+    ("rw mix cycles/s vs Curator", "rw-mix-8", 1.8),
+]
 
 
 def goals(o, med, runs):
     out = []
+    defs = {d["name"]: d for d in o.setting_defs}
 
     def get(s, case, c, k):
         return med.get(s, {}).get(case, {}).get(c, {}).get(k)
 
     for s in o.settings:
+        delay = defs[s]["delay_ms"]
+        ran = med.get(s, {})
+
         def g(name, case, peer, key, target, higher=True):
+            if case not in ran:
+                return
             r = ratio(get(s, case, "zkr", key), get(s, case, peer, key))
-            met = None if r is None else (r >= target if higher else r <= target)
-            out.append({"setting": s, "goal": name, "ratio": r, "target": ("≥ " if higher else "≤ ") + "%g" % target,
+            met = None if r is None or target is None else (r >= target if higher else r <= target)
+            out.append({"setting": s, "goal": name, "ratio": r,
+                        "target": None if target is None else ("≥ " if higher else "≤ ") + "%g" % target,
                         "met": met, "paired": paired_ratio(runs, s, case, peer, key)})
+
+        if delay > 0:
+            for name, case, target in DELAY_GOALS:
+                g(name, case, "curator", "cycles_per_s", target if delay == 1 else None)
+            if "herd-8" in ran:
+                rtt = rtt_p50(med, s)
+                r = ratio(get(s, "herd-8", "zkr", "handoff_p50_us"), rtt)
+                target = 1.3 if delay == 1 else None
+                out.append({"setting": s, "goal": "herd-8 hand-off p50 of zkr in RTTs", "ratio": r, "unit": "RTTs",
+                            "target": None if target is None else "≤ %g" % target,
+                            "met": None if r is None or target is None else r <= target,
+                            "paired": paired(runs, s, ("herd-8", "zkr", "handoff_p50_us"), ("rtt", "raw-sync", "p50_us"))})
+            continue
 
         g("uncontended cycles/s vs Curator", "uncontended", "curator", "cycles_per_s", 2.0)
         g("uncontended cycles/s vs raw pipelined", "uncontended", "raw-pipelined", "cycles_per_s", 1.0)
@@ -439,19 +595,24 @@ def goals(o, med, runs):
         g("contended 4x2 cycles/s vs Curator", "contended-4x2", "curator", "cycles_per_s", 1.5)
         g("distinct cycles/s vs raw async (16 in flight)", "distinct-16", "raw-async", "cycles_per_s", 0.9)
         g("shared reads cycles/s vs Curator", "shared-reads-8", "curator", "cycles_per_s", 1.3)
+        # The rest of the scenarios vs Curator, no target: for comparison with earlier runs and the delays.
+        g("distinct cycles/s vs Curator", "distinct-16", "curator", "cycles_per_s", None)
+        g("rw mix cycles/s vs Curator", "rw-mix-8", "curator", "cycles_per_s", None)
+        herds = sorted((int(c.split("-")[1]), c) for c in ran if c.startswith("herd-") and "zkr" in ran[c])
+        for n, c in herds:
+            g("herd N=%d hand-off p50 vs Curator (lower is better)" % n, c, "curator", "handoff_p50_us", None, higher=False)
         for case in ("uncontended", "contended-8x1", "contended-4x2", "distinct-16", "shared-reads-8", "rw-mix-8"):
             g("CPU per cycle vs Curator (%s)" % case, case, "curator", "cpu_ms_per_1000", 0.2, higher=False)
-        herds = sorted((int(c.split("-")[1]), c) for c in med.get(s, {}) if c.startswith("herd-")
-                       and "zkr" in med[s][c])
         if herds:
             wake = [get(s, c, "zkr", "wakeups_per_release") for _, c in herds]
             out.append({"setting": s, "goal": "one wake-up per release at N = %s" % ", ".join(str(n) for n, _ in herds),
                         "ratio": max(w for w in wake if w is not None) if any(w is not None for w in wake) else None,
                         "target": "= 1", "met": all(w is not None and abs(w - 1) < 1e-9 for w in wake)})
             lo, hi = herds[0][1], herds[-1][1]
-            r = ratio(get(s, hi, "zkr", "handoff_p50_us"), get(s, lo, "zkr", "handoff_p50_us"))
-            out.append({"setting": s, "goal": "hand-off p50 flat in N (N=%d vs N=%d)" % (herds[-1][0], herds[0][0]),
-                        "ratio": r, "target": "≤ 1.5", "met": None if r is None else r <= 1.5})
+            if len(herds) > 1:
+                r = ratio(get(s, hi, "zkr", "handoff_p50_us"), get(s, lo, "zkr", "handoff_p50_us"))
+                out.append({"setting": s, "goal": "hand-off p50 flat in N (N=%d vs N=%d)" % (herds[-1][0], herds[0][0]),
+                            "ratio": r, "target": "≤ 1.5", "met": None if r is None else r <= 1.5})
             r = ratio(get(s, hi, "zkr", "handoff_last_tenth_us"), get(s, hi, "zkr", "handoff_first_tenth_us"))
             out.append({"setting": s, "goal": "hand-off flat in queue position at N=%d (last/first tenth)" % herds[-1][0],
                         "ratio": r, "target": "≤ 1.5", "met": None if r is None else r <= 1.5})
@@ -473,13 +634,36 @@ def fmt_ratio(r):
     return "–" if r is None else "%.2f×" % r
 
 
+def fmt_rtts(v):
+    return "–" if v is None else "%.2f" % v
+
+
+def setting_heading(o, med, s):
+    """'forceSync=no, D=1 ms (RTT p50 2.21 ms, p99 2.60 ms)' and, for D > 0, the proxy's self-test."""
+    d = {x["name"]: x for x in o.setting_defs}[s]
+    rtt = med.get(s, {}).get("rtt", {}).get("raw-sync", {})
+    text = "### forceSync=%s" % s
+    if rtt:
+        text += " (RTT p50 %s ms, p99 %s ms)" % (fmt(rtt.get("p50_us"), 3, 1e-3), fmt(rtt.get("p99_us"), 3, 1e-3))
+    text += "\n"
+    if d["delay_ms"] > 0:
+        check = (o.proxy_checks or {}).get("%g" % d["delay_ms"])
+        text += "\nThrough zkr_delay_proxy, %g ms added each way" % d["delay_ms"]
+        if check and check.get("rtt_p50_us") is not None:
+            text += " (its self-test: a small message's round trip p50 %.3f ms, expected %.3f ± 0.2: %s)" % (
+                check["rtt_p50_us"] / 1e3, 2 * d["delay_ms"], "ok" if check.get("ok") else "**off**")
+        text += ".\n"
+    return text
+
+
 def tables(o, cases, med, goal_list, failures):
     lines = []
     for s in o.settings:
-        lines.append("### forceSync=%s\n" % s)
-        lines.append("| scenario | contender | cycles/s | p50 ms | p99 ms | CPU ms / 1000 cycles | peak RSS MB "
-                     "| zkr/peer cycles/s | zkr/peer CPU per cycle |")
-        lines.append("|---|---|--:|--:|--:|--:|--:|--:|--:|")
+        rtt = rtt_p50(med, s)
+        lines.append(setting_heading(o, med, s))
+        lines.append("| scenario | contender | cycles/s | hand-off in RTTs | p50 ms | p99 ms | CPU ms / 1000 cycles "
+                     "| peak RSS MB | zkr/peer cycles/s | zkr/peer CPU per cycle |")
+        lines.append("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|")
         for case in cases:
             if case["scenario"] == "herd":
                 continue
@@ -490,31 +674,35 @@ def tables(o, cases, med, goal_list, failures):
                 r = m.get(c)
                 name = LABELS[c] + (" (#650 fix)" if r and r.get("patched") else "")
                 if r is None:
-                    lines.append("| %s | %s | failed | | | | | | |" % (case["title"] if first else "", name))
+                    lines.append("| %s | %s | failed | | | | | | | |" % (case["title"] if first else "", name))
                     first = False
                     continue
                 cr = "" if c == "zkr" else fmt_ratio(ratio(z.get("cycles_per_s"), r.get("cycles_per_s")))
                 cpu = "" if c == "zkr" else fmt_ratio(ratio(z.get("cpu_ms_per_1000"), r.get("cpu_ms_per_1000")))
-                lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                h = handoff_us(case["id"], r)
+                lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
                     case["title"] if first else "", ("**%s**" % name) if c == "zkr" else name,
-                    fmt(r.get("cycles_per_s")), fmt(r.get("p50_us"), 2, 1e-3), fmt(r.get("p99_us"), 2, 1e-3),
+                    fmt(r.get("cycles_per_s")), "" if h is None else fmt_rtts(ratio(h, rtt)),
+                    fmt(r.get("p50_us"), 2, 1e-3), fmt(r.get("p99_us"), 2, 1e-3),
                     fmt(r.get("cpu_ms_per_1000")), fmt(r.get("rss_kb"), 1, 1 / 1024), cr, cpu))
                 first = False
         lines.append("")
         herd_cases = [c for c in cases if c["scenario"] == "herd" and med[s].get(c["id"])]
         if herd_cases:
-            lines.append("| herd | contender | hand-off p50 ms | p99 ms | first / last tenth of the queue, mean ms "
-                         "| wake-ups / release | server notifications / release | watches while queued | queueing s | rounds |")
-            lines.append("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|")
+            lines.append("| herd | contender | hand-off p50 ms | hand-off in RTTs | p99 ms "
+                         "| first / last tenth of the queue, mean ms | wake-ups / release | server notifications / release "
+                         "| watches while queued | queueing s | rounds |")
+            lines.append("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
             for case in herd_cases:
                 first = True
                 for c in case["contenders"]:
                     r = med[s][case["id"]].get(c)
                     if r is None:
                         continue
-                    lines.append("| %s | %s | %s | %s | %s / %s | %s | %s | %s | %s | %d |" % (
+                    lines.append("| %s | %s | %s | %s | %s | %s / %s | %s | %s | %s | %s | %d |" % (
                         "N = %d" % case["waiters"] if first else "", ("**%s**" % LABELS[c]) if c == "zkr" else LABELS[c],
-                        fmt(r.get("handoff_p50_us"), 2, 1e-3), fmt(r.get("handoff_p99_us"), 2, 1e-3),
+                        fmt(r.get("handoff_p50_us"), 2, 1e-3), fmt_rtts(ratio(r.get("handoff_p50_us"), rtt)),
+                        fmt(r.get("handoff_p99_us"), 2, 1e-3),
                         fmt(r.get("handoff_first_tenth_us"), 2, 1e-3), fmt(r.get("handoff_last_tenth_us"), 2, 1e-3),
                         fmt(r.get("wakeups_per_release"), 2) if r.get("wakeups_per_release") is not None else "n/a",
                         fmt(r.get("notifications_per_release"), 2), fmt(r.get("server_watches_queued")),
@@ -524,14 +712,23 @@ def tables(o, cases, med, goal_list, failures):
     if goal_list:
         lines.append("### Goals (ratios zkr / peer)\n")
         lines.append("'measured' is the ratio of the medians above (and decides 'met'); 'paired' is the median over "
-                     "rounds of the ratio within each round, where both ran under the same load.\n")
-        lines.append("| forceSync | goal | measured | paired | target | met |")
+                     "rounds of the ratio within each round, where both ran under the same load. The issue's targets "
+                     "with a network delay are for D = 1 ms; at other delays the same ratios are shown without one.\n")
+        lines.append("| setting (forceSync, D) | goal | measured | paired | target | met |")
         lines.append("|---|---|--:|--:|--:|:-:|")
+
+        def show(v, g):
+            if v is None:
+                return "–"
+            if g.get("unit") == "RTTs":
+                return "%.2f RTTs" % v
+            target = g["target"] or ""
+            return "%.2f" % v if "=" in target and "≤" not in target and "≥" not in target else fmt_ratio(v)
+
         for g in goal_list:
-            plain = "=" in g["target"] and "≤" not in g["target"] and "≥" not in g["target"]
-            meas = "–" if g["ratio"] is None else ("%.2f" % g["ratio"] if plain else fmt_ratio(g["ratio"]))
-            paired = "" if g.get("paired") is None else fmt_ratio(g["paired"])
-            lines.append("| %s | %s | %s | %s | %s | %s |" % (g["setting"], g["goal"], meas, paired, g["target"],
+            paired_text = "" if g.get("paired") is None else show(g["paired"], g)
+            lines.append("| %s | %s | %s | %s | %s | %s |" % (g["setting"], g["goal"], show(g["ratio"], g), paired_text,
+                                                              g["target"] or "–",
                                                               {True: "yes", False: "**no**", None: "–"}[g["met"]]))
         lines.append("")
     if failures:
@@ -544,9 +741,13 @@ def tables(o, cases, med, goal_list, failures):
 
 
 def chart(o, cases, med, path):
+    """The chart of the settings without a network delay (forceSync=no and yes)."""
     gnuplot = shutil.which("gnuplot")
     if not gnuplot:
         log("bench: gnuplot not found (apt-get install gnuplot-nox): no chart")
+        return False
+    settings = [d["name"] for d in o.setting_defs if d["delay_ms"] == 0]
+    if not settings:
         return False
     work = tempfile.mkdtemp(prefix="zkr-bench-chart-")
     try:
@@ -554,7 +755,7 @@ def chart(o, cases, med, path):
         shown = [c for c in CONTENDERS if any(c in case["contenders"] for case in cases)]
         short = {"uncontended": "uncontended", "contended-8x1": "contend. 8x1", "contended-4x2": "contend. 4x2",
                  "distinct-16": "distinct 16", "shared-reads-8": "shared reads", "rw-mix-8": "rw mix"}
-        for s in o.settings:
+        for s in settings:
             for key, fname in (("cycles_per_s", "cps"), ("cpu_ms_per_1000", "cpu")):
                 with open(os.path.join(work, "%s-%s.dat" % (fname, s)), "w") as f:
                     f.write("scenario " + " ".join('"%s"' % LABELS[c] for c in shown) + "\n")
@@ -565,7 +766,7 @@ def chart(o, cases, med, path):
                             row.append("-" if v is None else "%.3f" % v)
                         f.write(" ".join(row) + "\n")
         herd_ns = sorted(c["waiters"] for c in cases if c["scenario"] == "herd")
-        s0 = o.settings[0]
+        s0 = settings[0]
         with open(os.path.join(work, "herd.dat"), "w") as f:
             f.write("N zkr curator kazoo\n")
             for n in herd_ns:
@@ -574,10 +775,10 @@ def chart(o, cases, med, path):
                     v = med[s0].get("herd-%d" % n, {}).get(c, {}).get("handoff_p50_us")
                     row.append("-" if v is None else "%.4f" % (v / 1e3))
                 f.write(" ".join(row) + "\n")
-        colors = ["#d62728", "#ff9896", "#1f77b4", "#2ca02c", "#bbbbbb", "#888888", "#444444"]
+        colors = CHART_COLORS
         ncol = len(shown)
         plots = []
-        for i, s in enumerate(o.settings):
+        for i, s in enumerate(settings):
             plots.append((i, "cps-%s.dat" % s, "lock cycles/s, forceSync=%s (higher is better)" % s, "cycles/s"))
         plots.append((len(plots), "cpu-%s.dat" % s0, "client CPU ms per 1000 cycles, forceSync=%s (lower is better)" % s0,
                       "CPU ms / 1000 cycles"))
@@ -603,13 +804,13 @@ def chart(o, cases, med, path):
                 parts.append('"%s" using %d:xtic(1) title columnheader(%d) lc rgb "%s"' % (
                     os.path.join(work, dat), j + 2, j + 2, colors[CONTENDERS.index(shown[j])]))
             script.append("plot " + ", \\\n  ".join(parts))
-        if len(o.settings) == 1:
+        if len(settings) == 1:
             script.append("set multiplot next")
         script += [
             "set style data linespoints",
             "set logscale xy",
             "set yrange [0.3:*]",
-            "set xrange [7:1500]" if herd_ns else "",
+            "set xrange [6:1500]" if herd_ns else "",
             "set xtics (%s)" % ", ".join('"%d" %d' % (n, n) for n in herd_ns) if herd_ns else "",
             'set title "herd: hand-off latency p50 vs waiters N, forceSync=%s (flat is better)"' % s0,
             'set xlabel "waiters queued (N)"',
@@ -624,6 +825,97 @@ def chart(o, cases, med, path):
         r = subprocess.run([gnuplot, os.path.join(work, "chart.gp")], capture_output=True, text=True, timeout=60)
         if r.returncode != 0:
             log("bench: gnuplot failed: %s" % r.stderr[-500:])
+            return False
+        return True
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+CHART_COLORS = ["#d62728", "#ff9896", "#1f77b4", "#2ca02c", "#bbbbbb", "#888888", "#444444"]
+
+
+def chart_delay(o, cases, med, path):
+    """chart-delay.png: cycles/s of every contender per scenario against the one-way delay D
+    (forceSync=no), the herd's hand-off and the measured round trip."""
+    gnuplot = shutil.which("gnuplot")
+    if not gnuplot:
+        return False
+    points = sorted((d["delay_ms"], d["name"]) for d in o.setting_defs if d["force_sync"] == "no")
+    if len(points) < 2:
+        return False
+    work = tempfile.mkdtemp(prefix="zkr-bench-chart-")
+    try:
+        panels = []  # (data file, title, ylabel, contenders, logscale)
+
+        def write(name, contenders, get):
+            with open(os.path.join(work, name), "w") as f:
+                f.write("D " + " ".join('"%s"' % LABELS[c] for c in contenders) + "\n")
+                for delay, s in points:
+                    row = ["%g" % delay]
+                    for c in contenders:
+                        v = get(s, c)
+                        row.append("-" if v is None else "%.4f" % v)
+                    f.write(" ".join(row) + "\n")
+
+        for i, case in enumerate(c for c in cases if c["scenario"] != "herd"):
+            shown = [c for c in CONTENDERS if c in case["contenders"]]
+            write("case%d.dat" % i, shown,
+                  lambda s, c, cid=case["id"]: med.get(s, {}).get(cid, {}).get(c, {}).get("cycles_per_s"))
+            panels.append(("case%d.dat" % i, "%s: cycles/s" % case["id"], "cycles/s (log)", shown, True))
+        herds = sorted((c["waiters"], c) for c in cases if c["scenario"] == "herd")
+        if herds:
+            n, case = herds[0]
+            shown = [c for c in CONTENDERS if c in case["contenders"]]
+            write("herd.dat", shown,
+                  lambda s, c, cid=case["id"]: (lambda v: None if v is None else v / 1e3)(
+                      med.get(s, {}).get(cid, {}).get(c, {}).get("handoff_p50_us")))
+            panels.append(("herd.dat", "herd-%d: hand-off p50 (lower is better)" % n, "ms", shown, False))
+        with open(os.path.join(work, "rtt.dat"), "w") as f:
+            f.write('D "measured (exists)" "2 D + RTT at D=0"\n')
+            base = rtt_p50(med, points[0][1]) if points[0][0] == 0 else None
+            for delay, s in points:
+                v = rtt_p50(med, s)
+                f.write("%g %s %s\n" % (delay, "-" if v is None else "%.4f" % (v / 1e3),
+                                         "-" if base is None else "%.4f" % (2 * delay + base / 1e3)))
+        panels.append(("rtt.dat", "round trip of one request, p50", "ms", None, False))
+
+        cols = 4
+        rows = (len(panels) + cols - 1) // cols
+        delays = [d for d, _ in points]
+        script = [
+            'set terminal pngcairo size %d,%d font "DejaVu Sans,9"' % (1600, 420 * rows),
+            'set output "%s"' % path,
+            'set datafile missing "-"',
+            'set multiplot layout %d,%d title "zkr and its peers vs the one-way network delay D (added by the delay '
+            'proxy), forceSync=no; higher cycles/s is better" font ",11"' % (rows, cols),
+            "set grid xtics ytics",
+            "set key top right font ',8'",
+            "set style data linespoints",
+            'set xlabel "one-way delay D, ms"',
+            "set xrange [%g:%g]" % (-0.05 * max(delays), 1.05 * max(delays)),
+            "set xtics (%s)" % ", ".join('"%g" %g' % (d, d) for d in delays),
+        ]
+        for dat, title, ylabel, shown, logy in panels:
+            script.append('set title "%s"' % title)
+            script.append('set ylabel "%s"' % ylabel)
+            script.append("set logscale y" if logy else "unset logscale y")
+            script.append("set yrange [*:*]" if logy else "set yrange [0:*]")
+            f = os.path.join(work, dat)
+            if shown is None:
+                script.append('plot "%s" using 1:2 title columnheader(2) lw 2 pt 7 lc rgb "#d62728", '
+                              '"" using 1:3 title columnheader(3) lw 1 dt 2 pt 1 lc rgb "#444444"' % f)
+                continue
+            parts = []
+            for k, c in enumerate(shown):
+                parts.append('"%s" using 1:%d title columnheader(%d) lw 2 pt %d lc rgb "%s"' % (
+                    f, k + 2, k + 2, 7 if c.startswith("zkr") else 5, CHART_COLORS[CONTENDERS.index(c)]))
+            script.append("plot " + ", \\\n  ".join(parts))
+        script.append("unset multiplot")
+        with open(os.path.join(work, "chart-delay.gp"), "w") as f:
+            f.write("\n".join(script) + "\n")
+        r = subprocess.run([gnuplot, os.path.join(work, "chart-delay.gp")], capture_output=True, text=True, timeout=60)
+        if r.returncode != 0:
+            log("bench: gnuplot failed (chart-delay): %s" % r.stderr[-500:])
             return False
         return True
     finally:
@@ -646,7 +938,11 @@ def parse(argv):
     p.add_argument("--seconds", type=float)
     p.add_argument("--warmup", type=float, help="seconds of cycles before each measured window")
     p.add_argument("--jvm-warmup", type=float, help="the same for the JVM (Curator): its JIT compiles meanwhile")
-    p.add_argument("--settings", help="forceSync settings, comma-separated (no,yes)")
+    p.add_argument("--settings", help="forceSync settings at D = 0, comma-separated (no,yes)")
+    p.add_argument("--delays", help="one-way network delays D in ms, comma-separated (default 0,0.5,1; --smoke: 0,1): "
+                                    "D = 0 runs each --settings server directly, each D > 0 the forceSync=no server "
+                                    "through a zkr_delay_proxy")
+    p.add_argument("--proxy-bin", help="zkr_delay_proxy (needed for a delay D > 0)")
     p.add_argument("--only", help="scenario ids, comma-separated (e.g. uncontended,herd-100)")
     p.add_argument("--contenders", help="contenders, comma-separated")
     p.add_argument("--big-herd-rounds", type=int, help="rounds with N=1000 in the herd (first setting only)")
@@ -655,18 +951,33 @@ def parse(argv):
     p.add_argument("--zkr-alt-label", default="zkr (alt build)", help="its name in the tables")
     o = p.parse_args(argv)
     o.mode = o.mode or "full"
-    defaults = {"full": (3, 2.0, 1.0, "no,yes", 1, 3.0), "quick": (3, 1.0, 0.5, "no,yes", 0, 1.5),
-                "smoke": (1, 0.3, 0.2, "no", 1, 0.3)}[o.mode]
+    defaults = {"full": (3, 2.0, 1.0, "no,yes", 1, 3.0, "0,0.5,1"), "quick": (3, 1.0, 0.5, "no,yes", 0, 1.5, "0,0.5,1"),
+                "smoke": (1, 0.3, 0.2, "no", 1, 0.3, "0,1")}[o.mode]
     o.rounds = o.rounds or defaults[0]
     o.seconds = o.seconds or defaults[1]
     o.warmup = defaults[2] if o.warmup is None else o.warmup
-    o.settings = (o.settings or defaults[3]).split(",")
+    o.force_syncs = (o.settings or defaults[3]).split(",")
     o.big_herd_rounds = defaults[4] if o.big_herd_rounds is None else o.big_herd_rounds
     o.jvm_warmup = defaults[5] if o.jvm_warmup is None else o.jvm_warmup
-    if any(s not in ("no", "yes") for s in o.settings):
+    if any(s not in ("no", "yes") for s in o.force_syncs):
         p.error("--settings takes no and/or yes")
+    try:
+        o.delays = sorted({float(d) for d in (o.delays or defaults[6]).split(",")})
+    except ValueError:
+        p.error("--delays takes numbers (ms), comma-separated")
+    if any(d < 0 or d > 1000 for d in o.delays):
+        p.error("--delays: 0 <= D <= 1000 ms")
+    o.delays = [int(d) if d == int(d) else d for d in o.delays]
+    o.setting_defs = make_settings(o.force_syncs, o.delays)
+    o.settings = [d["name"] for d in o.setting_defs]
+    o.proxy_checks = {}
+    if not o.settings:
+        p.error("no setting to run (--settings and --delays)")
     if not o.replot and not (o.bench_bin and o.java_prefix):
         p.error("--bench-bin and --java-prefix are needed (bench/run.sh passes them)")
+    if not o.replot and any(d > 0 for d in o.delays) and not (o.proxy_bin and os.access(o.proxy_bin, os.X_OK)):
+        p.error("a delay D > 0 needs zkr_delay_proxy: --proxy-bin %s is not an executable (build the target "
+                "zkr_delay_proxy, or --delays 0)" % o.proxy_bin)
     return o
 
 
@@ -674,6 +985,8 @@ def replot(o):
     with open(o.replot) as f:
         doc = json.load(f)
     o.settings = doc["config"]["settings"]
+    o.setting_defs = doc["config"].get("setting_defs") or default_setting_defs(o.settings)
+    o.proxy_checks = doc["config"].get("proxy_checks") or {}
     cases = doc["config"]["scenarios"]
     for c in cases:
         c["title"] = next((x["title"] for x in scenarios_for(doc["mode"]) if x["id"] == c["id"]), c["id"])
@@ -685,6 +998,8 @@ def replot(o):
     with open(os.path.join(o.out_dir, "latest.md"), "w") as f:
         f.write(text + "\n")
     ok = chart(o, cases, doc["medians"], os.path.join(o.out_dir, "chart.png"))
+    if any(d["delay_ms"] > 0 for d in o.setting_defs):
+        ok = chart_delay(o, cases, doc["medians"], os.path.join(o.out_dir, "chart-delay.png")) and ok
     print(text)
     return 0 if ok else 1
 
@@ -714,7 +1029,10 @@ def main(argv):
     machine = machine_info()
     machine["busy_processes_at_start"] = busy_processes()
     machine["loadavg_at_start"] = loadavg()
-    servers = Servers(o.settings)
+    defs = {d["name"]: d for d in o.setting_defs}
+    servers = Servers(list(dict.fromkeys(d["force_sync"] for d in o.setting_defs)))
+    proxies = Proxies(o.proxy_bin)
+    connect = {}
     runs, failures = [], []
     steps = plan(o, cases)
 
@@ -724,17 +1042,24 @@ def main(argv):
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGHUP, on_signal)
     try:
+        for d in sorted({d["delay_ms"] for d in o.setting_defs if d["delay_ms"] > 0}):
+            o.proxy_checks["%g" % d] = proxy_check(o.proxy_bin, d, 100 if o.mode == "smoke" else 300)
         servers.start()
         machine["servers"] = servers.describe()
+        for d in o.setting_defs:
+            target = servers.connect[d["force_sync"]]
+            connect[d["name"]] = proxies.start(d["delay_ms"], target) if d["delay_ms"] > 0 else target
+        machine["delay_proxies"] = {"%g" % k: {"address": v, "target": servers.connect["no"]}
+                                    for k, v in proxies.address.items()}
         _, cpu_sample = cpu_busy_since(None)
-        log("bench: %s run, %d measurements (%d rounds, forceSync=%s, %.1f s each after %.1f s warm-up, %.1f s for the JVM)"
-            % (o.mode, len(steps), o.rounds, "/".join(o.settings), o.seconds, o.warmup, o.jvm_warmup))
+        log("bench: %s run, %d measurements (%d rounds, settings: %s; %.1f s each after %.1f s warm-up, %.1f s for the JVM)"
+            % (o.mode, len(steps), o.rounds, " / ".join(o.settings), o.seconds, o.warmup, o.jvm_warmup))
         for i, (rnd, s, case, c) in enumerate(steps, 1):
-            path = "/zkr-bench/%s/r%d/%s/%s" % (s, rnd, case["id"], c)
+            path = "/zkr-bench/%s/r%d/%s/%s" % (defs[s]["slug"], rnd, case["id"], c)
             timeout = 900 if case["scenario"] == "herd" else int(o.seconds + max(o.warmup, o.jvm_warmup) + 120)
             la = loadavg()
             t0 = time.monotonic()
-            res, err = run_one(drivers, case, c, servers.connect[s], path, o, timeout)
+            res, err = run_one(drivers, case, c, connect[s], path, o, timeout)
             busy, cpu_sample = cpu_busy_since(cpu_sample)
             rec = {"round": rnd, "setting": s, "case": case["id"], "contender": c, "wall_s": round(time.monotonic() - t0, 2),
                    "loadavg_before": la, "system_cpu_busy": None if busy is None else round(busy, 3), "result": res}
@@ -742,7 +1067,9 @@ def main(argv):
                 rec["error"] = err
                 failures.append(rec)
             runs.append(rec)
-            if res and case["scenario"] == "herd":
+            if res and case["scenario"] == "rtt":
+                brief = "round trip p50 %.3f ms, p99 %.3f ms" % (res["p50_us"] / 1e3, res["p99_us"] / 1e3)
+            elif res and case["scenario"] == "herd":
                 brief = "hand-off p50 %.2f ms, wake-ups/release %s" % (
                     res["handoff_p50_us"] / 1e3, res["wakeups_per_release"])
             elif res:
@@ -752,6 +1079,10 @@ def main(argv):
                 brief = "FAILED: " + err
             log("bench: [%d/%d] round %d forceSync=%s %-15s %-14s %s" % (i, len(steps), rnd + 1, s, case["id"], c, brief))
     finally:
+        for d, cpu in proxies.cpu_seconds().items():
+            machine.setdefault("delay_proxies", {}).setdefault("%g" % d, {})["cpu_s"] = cpu
+            log("bench: delay proxy D=%g ms used %s s of CPU over the run" % (d, cpu))
+        proxies.stop()
         servers.destroy()
     wall = time.time() - started
     machine["loadavg_at_end"] = loadavg()
@@ -765,7 +1096,9 @@ def main(argv):
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     doc = {"generated": datetime.datetime.now().isoformat(timespec="seconds"), "mode": o.mode, "wall_s": round(wall, 1),
            "config": {"rounds": o.rounds, "seconds": o.seconds, "warmup": o.warmup, "jvm_warmup": o.jvm_warmup,
-                      "settings": o.settings,
+                      "settings": o.settings, "setting_defs": o.setting_defs, "delays_ms": o.delays,
+                      "proxy_checks": o.proxy_checks, "proxy_bin": o.proxy_bin,
+                      "rtt": {k: v for k, v in RTT_CASE.items() if k != "title"},
                       "scenarios": [{k: v for k, v in c.items() if k != "title"} for c in cases],
                       "java_prefix": o.java_prefix, "bench_bin": o.bench_bin, "zkr_alt_bin": o.zkr_alt_bin,
                       "zkr_alt_label": o.zkr_alt_label},
@@ -781,13 +1114,14 @@ def main(argv):
         f.write(text + "\n")
     png = os.path.join(o.out_dir, "chart.png")
     have_chart = o.mode != "smoke" and chart(o, cases, med, png)
+    have_delay_chart = o.mode != "smoke" and chart_delay(o, cases, med, os.path.join(o.out_dir, "chart-delay.png"))
     print(text)
     print("Machine: %s cores, %s; load average %.2f at start, %.2f at end; system CPU busy (median over runs) %s" % (
         machine.get("cores"), machine.get("cpu_model"), machine.get("loadavg_at_start") or 0,
         machine.get("loadavg_at_end") or 0,
         "–" if machine["system_cpu_busy_median"] is None else "%.0f%%" % (100 * machine["system_cpu_busy_median"])))
-    print("Wrote %s/latest.json, results-%s.json, machine.json, latest.md%s (run took %.0f s)" % (
-        o.out_dir, stamp, ", chart.png" if have_chart else "", wall))
+    print("Wrote %s/latest.json, results-%s.json, machine.json, latest.md%s%s (run took %.0f s)" % (
+        o.out_dir, stamp, ", chart.png" if have_chart else "", ", chart-delay.png" if have_delay_chart else "", wall))
     if failures:
         print("%d measurement(s) FAILED" % len(failures))
         return 1

@@ -19,7 +19,10 @@
 //   rw-mix         --threads threads, each cycle a write with probability --write-percent, else a read
 //   herd           one holder, --waiters threads queued behind it on PATH; then the chain of
 //                  hand-offs: each waiter takes the lock and releases it at once
-// The raw drivers do uncontended and distinct only (they have no waiting).
+//   rtt            raw drivers only: one thread sending a synchronous zoo_exists("/") after the
+//                  other (PATH is not used): one "cycle" is the round trip of one request, as the
+//                  C client sees it (the network's and the server's share of every lock operation)
+// The raw drivers do uncontended, distinct and rtt only (they have no waiting).
 //
 // Options:
 //   --threads T         worker threads (raw-async: cycles in flight)            [1]
@@ -93,7 +96,7 @@ struct options {
     std::fprintf(stderr,
                  "zkr_bench: %s\n"
                  "usage: zkr_bench zkr|raw-sync|raw-pipelined|raw-async "
-                 "uncontended|contended|distinct|shared-reads|rw-mix|herd CONNECT PATH\n"
+                 "uncontended|contended|distinct|shared-reads|rw-mix|herd|rtt CONNECT PATH\n"
                  "       [--threads T] [--seconds S] [--warmup W] [--start-at MS] [--emit-latencies]\n"
                  "       [--write-percent P] [--waiters N] [--seed N] [--resolve-delay MS]\n",
                  why.c_str());
@@ -716,9 +719,20 @@ struct async_run {
 };
 
 int run_raw(const options& o) {
-    if (o.scenario != "uncontended" && o.scenario != "distinct") usage(o.driver + " does uncontended and distinct only");
+    if (o.scenario != "uncontended" && o.scenario != "distinct" && o.scenario != "rtt")
+        usage(o.driver + " does uncontended, distinct and rtt only");
     raw_session session(o.connect, o.resolve_delay_ms);
     zhandle_t* zh = session.zh;
+    if (o.scenario == "rtt") {
+        if (o.threads != 1) usage("rtt runs 1 thread");
+        run_result r = run_threads(o, 1, nullptr, [&](int, std::mt19937_64&) {
+            Stat stat{};
+            int rc = zoo_exists(zh, "/", 0, &stat);
+            if (rc != ZOK) throw std::runtime_error(std::string("rtt: exists /: ") + zerror(rc));
+        });
+        std::cout << finish_timed(o, r, header(o)) << std::endl;
+        return r.errors ? 1 : 0;
+    }
     bool distinct = o.scenario == "distinct";
     std::vector<std::string> paths;
     for (int i = 0; i < (distinct ? o.threads : 1); ++i) {
