@@ -162,7 +162,7 @@ TEST_CASE("a watch read retried onto a new session: the waiter queues again at o
     CHECK(h.state() == lock_state::held);
     h.unlock();
     // No watch is left behind on the server.
-    CHECK(eventually([&] { return queue_length(holder_client, "/w") == 0 && cluster.watch_count(1) == 0; }));
+    CHECK(eventually([&] { return queue_length(holder_client, "/w") == 0 && cluster.all_watch_count(1) == 0; }));
 }
 
 TEST_CASE("a create in doubt is swept once the listing works again, while its session lives", "[lock_fault][own_servers]") {

@@ -141,7 +141,8 @@ TEST_CASE("no herd: one release wakes exactly one of 50 waiters", "[mutex][herd]
     holder.lock();
 
     // 50 waiters over 5 clients (10 threads each): each watches its own predecessor only, with a
-    // data watch (wchs counts those) and a child watch (fires only when the node goes).
+    // child watch (fires only when the node goes) and — all but the first, whose predecessor is
+    // first in its listing — a data watch for the holding mark (wchs counts only those).
     constexpr int clients = 5, per_client = 10;
     std::vector<std::unique_ptr<zkr::client>> cs;
     for (int i = 0; i < clients; ++i) cs.push_back(std::make_unique<zkr::client>(test_options(cluster.connect_string())));
@@ -164,8 +165,8 @@ TEST_CASE("no herd: one release wakes exactly one of 50 waiters", "[mutex][herd]
         }
     }
     REQUIRE(eventually([&] { return queue_length(holder_client, path) == 51; }, 30s));
-    REQUIRE(eventually([&] { return cluster.watch_count(1) == 50; }, 10s));
-    CHECK(cluster.all_watch_count(1) == 100);
+    REQUIRE(eventually([&] { return cluster.watch_count(1) == 49; }, 10s));
+    CHECK(cluster.all_watch_count(1) == 99);
     auto wakeups = [&] {
         std::uint64_t total = 0;
         for (auto& c : cs) total += zkr::mutex(*c, path).statistics().wakeups;
@@ -178,7 +179,7 @@ TEST_CASE("no herd: one release wakes exactly one of 50 waiters", "[mutex][herd]
     std::this_thread::sleep_for(300ms);  // time for any extra wake-up to show
     CHECK(wakeups() == 1);
     CHECK(acquired.load() == 1);
-    // Gone: the woken waiter's two watches (one notification), and the data watch of the one
+    // Gone: the woken waiter's child watch (one notification), and the data watch of the one
     // behind it, which the new holder's mark fired (it got in with no listing, so it marks).
     // Every other waiter's watches are untouched.
     CHECK(cluster.watch_count(1) == 48);
@@ -372,14 +373,16 @@ TEST_CASE("a waiter in the middle times out: its node and watch go, the next re-
     REQUIRE(eventually([&] { return queue_length(hc, path) == 3; }));
     waiter last(cluster.connect_string(), path);
     REQUIRE(eventually([&] { return queue_length(hc, path) == 4; }));
-    CHECK(eventually([&] { return cluster.watch_count(1) == 3; }));
-    CHECK(cluster.all_watch_count(1) == 6);  // a data and a child watch each
+    // `first` watches the holder, first in its listing: its departure says enough (a child
+    // watch). The others watch a predecessor that is not first: a data and a child watch each.
+    CHECK(eventually([&] { return cluster.watch_count(1) == 2; }));
+    CHECK(cluster.all_watch_count(1) == 5);
 
     CHECK_FALSE(timed.get());
     CHECK(eventually([&] { return queue_length(hc, path) == 3; }));
-    // The timed-out waiter's watch is gone from the server; `last` now watches `first`.
-    CHECK(eventually([&] { return cluster.watch_count(1) == 2; }));
-    CHECK(eventually([&] { return cluster.all_watch_count(1) == 4; }));  // its child watch too
+    // The timed-out waiter's watches are gone from the server; `last` now watches `first`.
+    CHECK(eventually([&] { return cluster.watch_count(1) == 1; }));
+    CHECK(eventually([&] { return cluster.all_watch_count(1) == 3; }));
     CHECK(middle.hold_count() == 0);
 
     holder.unlock();
@@ -388,7 +391,7 @@ TEST_CASE("a waiter in the middle times out: its node and watch go, the next re-
     first.release();
     REQUIRE(eventually([&] { return last.acquired.load(); }));
     last.release();
-    CHECK(eventually([&] { return queue_length(hc, path) == 0 && cluster.watch_count(1) == 0; }));
+    CHECK(eventually([&] { return queue_length(hc, path) == 0 && cluster.all_watch_count(1) == 0; }));
 }
 
 TEST_CASE("a cancelled async_lock removes its node", "[mutex][async]") {

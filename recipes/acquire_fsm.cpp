@@ -254,8 +254,14 @@ acquire_fsm::action acquire_fsm::evaluate(std::int64_t session, std::vector<std:
     watched_ = d.watch;
     watched_holds_ = false;
     child_watch_set_ = false;
+    // If its departure alone gives us the lock (it is first in our listing, or only readers
+    // stand between), a mark would tell us nothing: watch for the departure only, and spare the
+    // server a read and us a notification.
+    std::vector<contender> without = queue_;
+    std::erase_if(without, [&](const contender& c) { return c.name == watched_; });
+    want_mark_ = !decide(without, node_, ignore).holds;
     phase_ = phase::setting_watch;
-    return ask(step::watch{full(watched_)}, std::move(deletes));
+    return ask(step::watch{full(watched_), want_mark_}, std::move(deletes));
 }
 
 acquire_fsm::action acquire_fsm::on_watch_set(error_code error, std::int64_t session, bool marked,
@@ -302,7 +308,7 @@ acquire_fsm::action acquire_fsm::on_watch_event(error_code error, event_type typ
     // The data watch fired with no child watch to see the departure, or a watch was dropped
     // with others on its path: set them again.
     phase_ = phase::setting_watch;
-    return ask(step::watch{full(watched_)});
+    return ask(step::watch{full(watched_), want_mark_});
 }
 
 acquire_fsm::action acquire_fsm::after_departure(std::int64_t session) {

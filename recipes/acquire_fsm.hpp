@@ -48,10 +48,14 @@ struct create_and_list { std::string path; };     ///< create `path` + sequence 
 struct create_parents { std::string path; };      ///< create the lock path and its ancestors, then on_parents_created
 struct list { std::string path; };                ///< list the lock path
 struct check_owner { std::string node; };         ///< exists(node): which session made it
-/// get_data(node) leaving a data watch (it fires when the node is marked holding, or goes) and,
-/// sent right after it, get_children(node) leaving a child watch (a lock node has no children:
-/// it fires only when the node goes). Then on_watch_set.
-struct watch { std::string node; };
+/// get_children(node) leaving a child watch (a lock node is ephemeral and has no children: it
+/// fires only when the node goes) and, if `want_mark`, get_data(node) leaving a data watch sent
+/// right before it (it fires when the node is marked holding, or goes). Then on_watch_set.
+/// The mark is wanted only when the node's departure alone would not tell us we hold.
+struct watch {
+    std::string node;
+    bool want_mark = true;
+};
 struct wait { std::string node; };                ///< wait for the watches the last `watch` left
 struct remove_watch { std::string node; };        ///< remove what is left of them, then on_watch_removed
 struct done {                                     ///< finished
@@ -92,9 +96,10 @@ public:
     action on_parents_created(error_code error);
     action on_listed(error_code error, const std::vector<std::string>& children, std::int64_t session);
     action on_owner(error_code error, const exists_result& result, std::int64_t session);
-    /// The replies of a `watch` step. `error` is the get_data's: none means the node exists and
-    /// the data watch is set, on the client's session `session`; `marked`: its data carried the
-    /// holding mark; `child_watch_set`: the get_children's child watch is set too.
+    /// The replies of a `watch` step. `error` is the get_data's if the mark was wanted, else the
+    /// get_children's: none means the node exists and that watch is set, on the client's session
+    /// `session`; `marked`: its data carried the holding mark; `child_watch_set`: the child watch
+    /// is set (too).
     action on_watch_set(error_code error, std::int64_t session, bool marked = false, bool child_watch_set = false);
     /// A watch of the `watch` step fired (or ended with an error: its session was lost, or it
     /// was removed): the data watch, or the child watch if `child_watch`. The engine passes on
@@ -166,6 +171,7 @@ private:
     std::string watched_;
     bool watched_holds_ = false;    // the watched node was marked: nodes below it are all gone
     bool child_watch_set_ = false;  // its departure is watched even once its data watch fired
+    bool want_mark_ = true;         // its departure alone would not tell us we hold
     int listing_free_handoffs_ = 0;
     bool restart_after_removal_ = false;  // the watch was set on a session our node is not of
     std::optional<error_code> abandoned_;

@@ -202,41 +202,45 @@ struct watch_replies {
 }  // namespace
 
 void acquisition::send(const step::watch& s, client_impl& c) {
-    // Back to back, so waiting costs one round trip. The data watch sees the node marked holding;
-    // the child watch sees it go even after the data watch has fired for the mark (a lock node,
-    // being ephemeral, never has children: its child watch fires only when it goes).
+    // Back to back, so waiting costs one round trip. The child watch sees the node go (a lock
+    // node, being ephemeral, never has children: its child watch fires only when it goes); the
+    // data watch, when the mark is wanted, sees it marked holding — the child watch still
+    // waits for the departure after that.
     auto self = shared_from_this();
     auto replies = std::make_shared<watch_replies>();
-    auto joined = [self, replies] {
+    replies->pending = s.want_mark ? 2 : 1;
+    auto joined = [self, replies, want_mark = s.want_mark] {
         {
             std::lock_guard lock(replies->mutex);
             if (--replies->pending > 0) return;
         }
+        error_code step_error = want_mark ? replies->data_error : replies->child_error;
         bool child_set = !replies->child_error && replies->child_watch;
-        if (replies->data_error && child_set) {
+        if (step_error && child_set) {
             // No use for it alone: the step failed. Take it off rather than leave it on the server.
             if (auto c = self->client_.lock()) c->remove_watch(replies->child_watch, completion<>([](error_code) {}));
             child_set = false;
         }
+        bool data_set = want_mark && !replies->data_error;
         {
             std::lock_guard lock(self->mutex_);
-            self->watch_ = replies->data_error ? nullptr : replies->data_watch;
+            self->watch_ = data_set ? replies->data_watch : nullptr;
             self->child_watch_ = child_set ? replies->child_watch : nullptr;
         }
-        bool marked = !replies->data_error && is_marked_holding(replies->data);
-        self->feed([&](acquire_fsm& f) {
-            return f.on_watch_set(replies->data_error, self->session(), marked, child_set);
-        });
+        bool marked = data_set && is_marked_holding(replies->data);
+        self->feed([&](acquire_fsm& f) { return f.on_watch_set(step_error, self->session(), marked, child_set); });
     };
-    c.get_data(s.node, true, completion<data_result>([replies, joined](error_code ec, data_result r) {
-        {
-            std::lock_guard lock(replies->mutex);
-            replies->data_error = ec;
-            replies->data = std::move(r.data);
-            if (!ec) replies->data_watch = watch_access::state(r.watch);
-        }
-        joined();
-    }));
+    if (s.want_mark) {
+        c.get_data(s.node, true, completion<data_result>([replies, joined](error_code ec, data_result r) {
+            {
+                std::lock_guard lock(replies->mutex);
+                replies->data_error = ec;
+                replies->data = std::move(r.data);
+                if (!ec) replies->data_watch = watch_access::state(r.watch);
+            }
+            joined();
+        }));
+    }
     c.get_children(s.node, true, completion<children_result>([replies, joined](error_code ec, children_result r) {
         {
             std::lock_guard lock(replies->mutex);

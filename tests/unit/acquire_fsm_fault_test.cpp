@@ -377,8 +377,11 @@ private:
             auto ec = request(f, [&]() -> error_code {
                 auto it = m_.children.find(std::string(zkr::node_name(node)));
                 if (it == m_.children.end()) return zkr::make_error_code(errc::no_node);
-                marked = it->second.marked;
-                m_.watches.insert({m_.session, node});
+                // The data watch (and its read of the mark) only when the machine wants the mark.
+                if (a.as<step::watch>().want_mark) {
+                    marked = it->second.marked;
+                    m_.watches.insert({m_.session, node});
+                }
                 m_.child_watches.insert({m_.session, node});
                 watched_ = node;
                 return {};

@@ -978,3 +978,63 @@ TEST_CASE("acquire_fsm 16f: a mark seen on an earlier target does not carry over
     REQUIRE(f.on_watch_set({}, session + 1, false, true).is<step::wait>());
     CHECK(f.on_watch_event({}, event_type::deleted, session + 1, true).is<step::list>());
 }
+
+TEST_CASE("acquire_fsm 16g: the mark is wanted only when the departure alone would not tell", "[acquire_fsm][handoff]") {
+    auto want_mark = [](const acquire_fsm::action& a) {
+        REQUIRE(a.is<step::watch>());
+        return a.as<step::watch>().want_mark;
+    };
+    SECTION("mutex, the predecessor is first: its departure gives us the lock") {
+        auto f = make();
+        f.start();
+        CHECK_FALSE(want_mark(created_and_listed(f, "_c_u1-lock-0000000001", {"_c_h-lock-0000000000", "_c_u1-lock-0000000001"})));
+        // And it holds on the departure, mark or none.
+        REQUIRE(f.on_watch_set({}, session, false, true).is<step::wait>());
+        CHECK(acquired(f.on_watch_event({}, event_type::deleted, session, true)));
+    }
+    SECTION("mutex, someone before the predecessor: the mark is wanted") {
+        auto f = make();
+        f.start();
+        CHECK(want_mark(created_and_listed(f, "_c_u1-lock-0000000002",
+                                           {"_c_a-lock-0000000000", "_c_b-lock-0000000001", "_c_u1-lock-0000000002"})));
+    }
+    SECTION("reader behind a writer that is first (readers between): not wanted") {
+        auto f = make(options(lock_kind::read));
+        f.start();
+        auto a = f.on_created_and_listed({}, created("/l/_c_u1-__READ__0000000002"), {},
+                                         {"_c_w-__WRIT__0000000000", "_c_r-__READ__0000000001", "_c_u1-__READ__0000000002"},
+                                         session);
+        CHECK_FALSE(want_mark(a));
+    }
+    SECTION("reader behind a writer with only a reader before it: not wanted (readers share)") {
+        auto f = make(options(lock_kind::read));
+        f.start();
+        auto a = f.on_created_and_listed({}, created("/l/_c_u1-__READ__0000000002"), {},
+                                         {"_c_r-__READ__0000000000", "_c_w-__WRIT__0000000001", "_c_u1-__READ__0000000002"},
+                                         session);
+        CHECK_FALSE(want_mark(a));
+    }
+    SECTION("reader behind a writer with a writer before it: wanted") {
+        auto f = make(options(lock_kind::read));
+        f.start();
+        auto a = f.on_created_and_listed({}, created("/l/_c_u1-__READ__0000000002"), {},
+                                         {"_c_w0-__WRIT__0000000000", "_c_w1-__WRIT__0000000001", "_c_u1-__READ__0000000002"},
+                                         session);
+        CHECK(want_mark(a));
+    }
+    SECTION("writer behind two readers: wanted (a reader never marks, but nothing is lost asking)") {
+        auto f = make(options(lock_kind::write));
+        f.start();
+        auto a = f.on_created_and_listed({}, created("/l/_c_u1-__WRIT__0000000002"), {},
+                                         {"_c_r0-__READ__0000000000", "_c_r1-__READ__0000000001", "_c_u1-__WRIT__0000000002"},
+                                         session);
+        CHECK(want_mark(a));
+    }
+    SECTION("set again after a dropped watch: the same choice") {
+        auto f = make();
+        f.start();
+        CHECK_FALSE(want_mark(created_and_listed(f, "_c_u1-lock-0000000001", {"_c_h-lock-0000000000", "_c_u1-lock-0000000001"})));
+        REQUIRE(f.on_watch_set({}, session, false, true).is<step::wait>());
+        CHECK_FALSE(want_mark(f.on_watch_event({}, event_type::not_watching, session, true)));
+    }
+}
