@@ -809,7 +809,7 @@ def chart(o, cases, med, path):
         script += [
             "set style data linespoints",
             "set logscale xy",
-            "set yrange [0.3:*]",
+            "set yrange [*:*]",
             "set xrange [6:1500]" if herd_ns else "",
             "set xtics (%s)" % ", ".join('"%d" %d' % (n, n) for n in herd_ns) if herd_ns else "",
             'set title "herd: hand-off latency p50 vs waiters N, forceSync=%s (flat is better)"' % s0,
