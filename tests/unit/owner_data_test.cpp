@@ -100,3 +100,25 @@ TEST_CASE("owner data: current_owner_data names this process and thread", "[owne
     CHECK(other_owner.thread != 0);
     CHECK(other_owner.thread != owner.thread);
 }
+
+TEST_CASE("owner data: the holding mark", "[owner_data][handoff]") {
+    using zkr::detail::holding_mark;
+    using zkr::detail::is_marked_holding;
+    std::string data = zkr::detail::encode_owner("host-1", 42, 7);
+    CHECK_FALSE(is_marked_holding(data));
+    std::string marked = holding_mark(data);
+    CHECK(marked == data + ";held=1");
+    CHECK(is_marked_holding(marked));
+    // Still the same owner to anyone reading it (unknown keys are skipped).
+    auto owner = decode_owner(marked);
+    REQUIRE(owner.is_zkr());
+    CHECK(owner.host == "host-1");
+    CHECK(owner.pid == 42);
+    CHECK(owner.thread == 7);
+    CHECK(is_marked_holding(holding_mark(zkr::detail::encode_owner("h", 1, 2, true))));
+    // Not zkr's, or not marked: Curator's IP address, empty data, a lookalike.
+    CHECK_FALSE(is_marked_holding("10.0.0.7"));
+    CHECK_FALSE(is_marked_holding(""));
+    CHECK_FALSE(is_marked_holding(";held=1"));
+    CHECK_FALSE(is_marked_holding(data + ";held=0"));
+}
