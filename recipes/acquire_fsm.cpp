@@ -36,6 +36,7 @@ acquire_fsm::action acquire_fsm::new_attempt(std::vector<std::string> deletes) {
     if (attempts_ >= options_.max_attempts)
         return finish(false, make_error_code(errc::attempts_exhausted), std::move(deletes));
     ++attempts_;
+    listing_free_handoffs_ = 0;
     // A fresh name per attempt: whatever an earlier attempt left behind can be told apart.
     if (!prefix_.empty()) stale_prefixes_.push_back(prefix_);
     prefix_ = protection_prefix(make_uuid_());
@@ -253,19 +254,23 @@ acquire_fsm::action acquire_fsm::evaluate(std::int64_t session, std::vector<std:
     if (!options_.wait) return finish(false, {}, std::move(deletes));  // a try leaves nothing behind
     watched_ = d.watch;
     watched_holds_ = false;
+    watched_is_zkr_ = false;
     child_watch_set_ = false;
     // If its departure alone gives us the lock (it is first in our listing, or only readers
     // stand between), a mark would tell us nothing: watch for the departure only, and spare the
-    // server a read and us a notification.
+    // server a read and us a notification. Nor would a reader's mark (a reader never marks).
     std::vector<contender> without = queue_;
     std::erase_if(without, [&](const contender& c) { return c.name == watched_; });
-    want_mark_ = !decide(without, node_, ignore).holds;
+    bool watched_reads = std::any_of(queue_.begin(), queue_.end(), [&](const contender& c) {
+        return c.name == watched_ && c.kind == lock_kind::read;
+    });
+    want_mark_ = !watched_reads && !decide(without, node_, ignore).holds;
     phase_ = phase::setting_watch;
     return ask(step::watch{full(watched_), want_mark_}, std::move(deletes));
 }
 
 acquire_fsm::action acquire_fsm::on_watch_set(error_code error, std::int64_t session, bool marked,
-                                              bool child_watch_set) {
+                                              bool child_watch_set, bool zkr_node) {
     if (phase_ != phase::setting_watch) return {};
     if (abandoned_) {
         if (!error) {
@@ -287,6 +292,7 @@ acquire_fsm::action acquire_fsm::on_watch_set(error_code error, std::int64_t ses
         return ask(step::remove_watch{full(watched_)});
     }
     if (marked) watched_holds_ = true;
+    if (zkr_node) watched_is_zkr_ = true;
     child_watch_set_ = child_watch_set;
     phase_ = phase::waiting;
     return ask(step::wait{full(watched_)});
@@ -301,8 +307,10 @@ acquire_fsm::action acquire_fsm::on_watch_event(error_code error, event_type typ
     }
     if (type == event_type::deleted) return after_departure(session);
     if (!child_watch) {
-        // Lock nodes' data changes only when their owner marks them holding.
-        if (type == event_type::changed) watched_holds_ = true;
+        // zkr changes a node's data only to mark it holding. Others may write to theirs (Curator's
+        // Revoker writes "__REVOKE__" into a waiter's node): a change says "holds" only of a node
+        // zkr made, as its data said when the watch was set.
+        if (type == event_type::changed && watched_is_zkr_) watched_holds_ = true;
         if (child_watch_set_) return {};  // its departure is still watched
     }
     // The data watch fired with no child watch to see the departure, or a watch was dropped
@@ -324,8 +332,9 @@ acquire_fsm::action acquire_fsm::after_departure(std::int64_t session) {
     auto ours = std::find_if(queue_.begin(), queue_.end(), [&](const contender& c) { return c.name == node_; });
     std::string ignore = options_.own_write_session == session_ ? options_.own_write_node : std::string();
     if (ours != queue_.end() && decide(queue_, node_, ignore).holds) {
-        ++listing_free_handoffs_;
-        return evaluate(session);
+        auto next = evaluate(session);
+        if (next.is<step::done>() && next.as<step::done>().acquired) ++listing_free_handoffs_;
+        return next;
     }
     phase_ = phase::listing;
     return ask(step::list{options_.lock_path});

@@ -99,8 +99,10 @@ public:
     /// The replies of a `watch` step. `error` is the get_data's if the mark was wanted, else the
     /// get_children's: none means the node exists and that watch is set, on the client's session
     /// `session`; `marked`: its data carried the holding mark; `child_watch_set`: the child watch
-    /// is set (too).
-    action on_watch_set(error_code error, std::int64_t session, bool marked = false, bool child_watch_set = false);
+    /// is set (too); `zkr_node`: its data is zkr's owner data (only then does a later change of
+    /// it count as the mark).
+    action on_watch_set(error_code error, std::int64_t session, bool marked = false, bool child_watch_set = false,
+                        bool zkr_node = false);
     /// A watch of the `watch` step fired (or ended with an error: its session was lost, or it
     /// was removed): the data watch, or the child watch if `child_watch`. The engine passes on
     /// only the first of the two for a departure or an error.
@@ -170,6 +172,7 @@ private:
     std::string candidate_;         // a node carrying our prefix, being checked
     std::string watched_;
     bool watched_holds_ = false;    // the watched node was marked: nodes below it are all gone
+    bool watched_is_zkr_ = false;   // its data was zkr's: a change of it is the mark
     bool child_watch_set_ = false;  // its departure is watched even once its data watch fired
     bool want_mark_ = true;         // its departure alone would not tell us we hold
     int listing_free_handoffs_ = 0;

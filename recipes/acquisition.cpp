@@ -208,7 +208,16 @@ void acquisition::send(const step::watch& s, client_impl& c) {
     // waits for the departure after that.
     auto self = shared_from_this();
     auto replies = std::make_shared<watch_replies>();
-    replies->pending = s.want_mark ? 2 : 1;
+    {
+        // Set again after one of them fired: the other may still be armed on this node. Keep it
+        // rather than set a second one, which removing ours later would not take off the server.
+        std::lock_guard lock(mutex_);
+        if (s.want_mark && watch_ && watch_->path == s.node) replies->data_watch = watch_;
+        if (child_watch_ && child_watch_->path == s.node) replies->child_watch = child_watch_;
+    }
+    bool send_data = s.want_mark && !replies->data_watch;
+    bool send_child = !replies->child_watch;
+    replies->pending = int(send_data) + int(send_child) + 1;  // + 1: released below, once all are sent
     auto joined = [self, replies, want_mark = s.want_mark] {
         {
             std::lock_guard lock(replies->mutex);
@@ -228,9 +237,12 @@ void acquisition::send(const step::watch& s, client_impl& c) {
             self->child_watch_ = child_set ? replies->child_watch : nullptr;
         }
         bool marked = data_set && is_marked_holding(replies->data);
-        self->feed([&](acquire_fsm& f) { return f.on_watch_set(step_error, self->session(), marked, child_set); });
+        bool zkr_node = data_set && is_zkr_owner_data(replies->data);
+        self->feed([&](acquire_fsm& f) {
+            return f.on_watch_set(step_error, self->session(), marked, child_set, zkr_node);
+        });
     };
-    if (s.want_mark) {
+    if (send_data) {
         c.get_data(s.node, true, completion<data_result>([replies, joined](error_code ec, data_result r) {
             {
                 std::lock_guard lock(replies->mutex);
@@ -241,14 +253,17 @@ void acquisition::send(const step::watch& s, client_impl& c) {
             joined();
         }));
     }
-    c.get_children(s.node, true, completion<children_result>([replies, joined](error_code ec, children_result r) {
-        {
-            std::lock_guard lock(replies->mutex);
-            replies->child_error = ec;
-            if (!ec) replies->child_watch = watch_access::state(r.watch);
-        }
-        joined();
-    }));
+    if (send_child) {
+        c.get_children(s.node, true, completion<children_result>([replies, joined](error_code ec, children_result r) {
+            {
+                std::lock_guard lock(replies->mutex);
+                replies->child_error = ec;
+                if (!ec) replies->child_watch = watch_access::state(r.watch);
+            }
+            joined();
+        }));
+    }
+    joined();
 }
 
 void acquisition::on_watch_fired(const watch_state* fired, bool child_watch, error_code ec, const watch_event& ev) {

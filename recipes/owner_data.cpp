@@ -55,6 +55,8 @@ lock_owner decode_owner(std::string_view data) {
 
 std::string holding_mark(std::string_view owner_data) { return std::string(owner_data) + ";held=1"; }
 
+bool is_zkr_owner_data(std::string_view data) { return data.substr(0, prefix.size()) == prefix; }
+
 bool is_marked_holding(std::string_view data) {
     if (data.substr(0, prefix.size()) != prefix) return false;
     constexpr std::string_view mark = ";held=1";

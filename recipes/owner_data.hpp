@@ -18,6 +18,9 @@ lock_owner decode_owner(std::string_view data);
 /// The data a holder sets on its node to say it holds: its owner data plus ";held=1".
 std::string holding_mark(std::string_view owner_data);
 
+/// True if `data` is zkr's owner data ("zkr:1;...").
+bool is_zkr_owner_data(std::string_view data);
+
 /// True if `data` is zkr's owner data carrying the holding mark.
 bool is_marked_holding(std::string_view data);
 

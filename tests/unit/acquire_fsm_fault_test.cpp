@@ -9,6 +9,7 @@
 // - no node of anyone else was ever deleted;
 // - an abandoned run reports the abandon's reason and holds nothing.
 #include "acquire_fsm.hpp"
+#include "owner_data.hpp"
 #include "zkr/path.hpp"
 
 #include <catch2/catch.hpp>
@@ -50,9 +51,10 @@ public:
     int sequence = 0;
     std::int64_t zxid = 100;
 
-    std::string add_foreign(const std::string& prefix, lock_kind kind) {
+    // A foreign contender: zkr's (its data zkr's owner data) or Curator's (an IP address).
+    std::string add_foreign(const std::string& prefix, lock_kind kind, bool zkr = true) {
         std::string name = prefix + std::string(zkr::detail::lock_marker(kind)) + seq();
-        children[name] = model_node{"other", foreign_session, ++zxid};
+        children[name] = model_node{zkr ? "zkr:1;host=other;pid=9;thread=9" : "10.0.0.9", foreign_session, ++zxid};
         return name;
     }
     std::string seq() {
@@ -134,6 +136,9 @@ struct scenario {
     // just leaves (a waiter timing out, or a holder that does not mark, as Curator's).
     bool hold_in_turn = false;
     bool marked_predecessor = false;  // ... and the one we wait on last marks: no listing after it
+    // Those ahead are Curator's; the one we watch first is revoked (its data set to __REVOKE__)
+    // and then leaves without having held: its change is no mark.
+    bool curator_revoked = false;
 };
 
 std::vector<scenario> scenarios() {
@@ -173,6 +178,10 @@ std::vector<scenario> scenarios() {
                            {{"_c_w-", lock_kind::write}, {"_c_r-", lock_kind::read}}};
     behind_reader.hold_in_turn = true;
     all.push_back(behind_reader);
+    scenario revoked{"mutex behind a Curator holder and a revoked Curator waiter", lock_kind::exclusive, true, true,
+                     {{"_c_h-", lock_kind::exclusive}, {"_c_c-", lock_kind::exclusive}}};
+    revoked.curator_revoked = true;
+    all.push_back(revoked);
     return all;
 }
 
@@ -196,7 +205,7 @@ public:
             std::int64_t owner = s.own_write_of_old_session ? 0 : m_.session;
             m_.children[own_write_] = model_node{"own", owner, ++m_.zxid};
         }
-        for (auto& [prefix, kind] : s.ahead) m_.add_foreign(prefix, kind);
+        for (auto& [prefix, kind] : s.ahead) m_.add_foreign(prefix, kind, !s.curator_revoked);
         if (s.own_write_ahead) m_.add_foreign("_c_qw-", lock_kind::write);  // queued behind our write node
         if (!s.lock_path_exists) m_.children.clear();
     }
@@ -372,7 +381,7 @@ private:
         if (a.is<step::watch>()) {
             std::string node = a.as<step::watch>().node;
             fault f = take_fault();
-            bool marked = false;
+            bool marked = false, zkr_node = false;
             // get_data and get_children, back to back: a fault cuts both.
             auto ec = request(f, [&]() -> error_code {
                 auto it = m_.children.find(std::string(zkr::node_name(node)));
@@ -380,6 +389,7 @@ private:
                 // The data watch (and its read of the mark) only when the machine wants the mark.
                 if (a.as<step::watch>().want_mark) {
                     marked = it->second.marked;
+                    zkr_node = zkr::detail::is_zkr_owner_data(it->second.data);
                     m_.watches.insert({m_.session, node});
                 }
                 m_.child_watches.insert({m_.session, node});
@@ -387,7 +397,7 @@ private:
                 return {};
             });
             if (f == fault::abandon) maybe_abandon(fsm, f, {});
-            return fsm.on_watch_set(ec, m_.session, !ec && marked, !ec);
+            return fsm.on_watch_set(ec, m_.session, !ec && marked, !ec, !ec && zkr_node);
         }
         if (a.is<step::wait>()) {
             fault f = take_fault();
@@ -430,6 +440,15 @@ private:
                         auto next = fsm.on_watch_event({}, event_type::changed, m_.session, false);
                         if (!next.is<step::none>()) return next;  // it sets its watches again
                     }
+                }
+            }
+            if (s_.curator_revoked && !revoked_) {
+                // Revoked while it waits: its data changes, then it gives up and leaves.
+                revoked_ = true;
+                m_.children[name].data = "__REVOKE__";
+                if (m_.watches.erase({m_.session, node}) > 0) {
+                    auto next = fsm.on_watch_event({}, event_type::changed, m_.session, false);
+                    if (!next.is<step::none>()) return next;
                 }
             }
             bool child = m_.child_watches.count({m_.session, node}) > 0;
@@ -512,6 +531,7 @@ private:
     std::string watched_;
     int uuids_ = 0;
     bool abandoned_ = false;
+    bool revoked_ = false;
     acquire_fsm* fsm_ = nullptr;
     run_result result_;
 };

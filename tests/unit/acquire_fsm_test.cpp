@@ -816,13 +816,13 @@ TEST_CASE("acquire_fsm 16: a marked predecessor's departure gives the lock with 
         CHECK(f.watched_holds());
     }
     SECTION("marked while we wait: the data watch fires, the child watch still waits") {
-        REQUIRE(f.on_watch_set({}, session, false, true).is<step::wait>());
+        REQUIRE(f.on_watch_set({}, session, false, true, /*zkr_node=*/true).is<step::wait>());
         CHECK_FALSE(f.watched_holds());
         CHECK(f.on_watch_event({}, event_type::changed, session).is<step::none>());
         CHECK(f.watched_holds());
     }
     SECTION("marked while we wait, no child watch: set the watches again, the mark remembered") {
-        REQUIRE(f.on_watch_set({}, session, false, false).is<step::wait>());
+        REQUIRE(f.on_watch_set({}, session, false, false, true).is<step::wait>());
         a = f.on_watch_event({}, event_type::changed, session);
         REQUIRE(a.is<step::watch>());
         CHECK(path_of(a) == "/l/_c_b-lock-0000000001");
@@ -932,7 +932,7 @@ TEST_CASE("acquire_fsm 16d: read/write: readers behind a marked writer get in wi
                                      session);
     REQUIRE(a.is<step::watch>());
     CHECK(path_of(a) == "/l/_c_w1-__WRIT__0000000001");
-    REQUIRE(f.on_watch_set({}, session, false, true).is<step::wait>());
+    REQUIRE(f.on_watch_set({}, session, false, true, true).is<step::wait>());
     SECTION("w1 was marked: w0 is gone too") {
         CHECK(f.on_watch_event({}, event_type::changed, session).is<step::none>());
         a = f.on_watch_event({}, event_type::deleted, session, true);
@@ -964,7 +964,7 @@ TEST_CASE("acquire_fsm 16f: a mark seen on an earlier target does not carry over
     f.start();
     created_and_listed(f, "_c_u1-lock-0000000002",
                        {"_c_a-lock-0000000000", "_c_b-lock-0000000001", "_c_u1-lock-0000000002"});
-    REQUIRE(f.on_watch_set({}, session, false, true).is<step::wait>());
+    REQUIRE(f.on_watch_set({}, session, false, true, true).is<step::wait>());
     CHECK(f.on_watch_event({}, event_type::changed, session).is<step::none>());
     CHECK(f.watched_holds());
     // Our session goes: queue again, behind a newcomer `c` this time, and watch it.
@@ -1022,13 +1022,13 @@ TEST_CASE("acquire_fsm 16g: the mark is wanted only when the departure alone wou
                                          session);
         CHECK(want_mark(a));
     }
-    SECTION("writer behind two readers: wanted (a reader never marks, but nothing is lost asking)") {
+    SECTION("writer behind two readers: not wanted (a reader's mark would say nothing)") {
         auto f = make(options(lock_kind::write));
         f.start();
         auto a = f.on_created_and_listed({}, created("/l/_c_u1-__WRIT__0000000002"), {},
                                          {"_c_r0-__READ__0000000000", "_c_r1-__READ__0000000001", "_c_u1-__WRIT__0000000002"},
                                          session);
-        CHECK(want_mark(a));
+        CHECK_FALSE(want_mark(a));
     }
     SECTION("set again after a dropped watch: the same choice") {
         auto f = make();
@@ -1037,4 +1037,34 @@ TEST_CASE("acquire_fsm 16g: the mark is wanted only when the departure alone wou
         REQUIRE(f.on_watch_set({}, session, false, true).is<step::wait>());
         CHECK_FALSE(want_mark(f.on_watch_event({}, event_type::not_watching, session, true)));
     }
+}
+
+TEST_CASE("acquire_fsm 16h: a change of a node zkr did not make is not the mark", "[acquire_fsm][handoff]") {
+    // Curator's Revoker writes "__REVOKE__" into a contender's node; a waiter that times out
+    // after that leaves without ever having held. The node before it still holds.
+    auto f = make();
+    f.start();
+    created_and_listed(f, "_c_u1-lock-0000000002",
+                       {"_c_h-lock-0000000000", "_c_c-lock-0000000001", "_c_u1-lock-0000000002"});
+    REQUIRE(f.on_watch_set({}, session, false, true, /*zkr_node=*/false).is<step::wait>());
+    CHECK(f.on_watch_event({}, event_type::changed, session).is<step::none>());
+    CHECK_FALSE(f.watched_holds());
+    auto a = f.on_watch_event({}, event_type::deleted, session, true);
+    CHECK(a.is<step::list>());
+    CHECK(f.listing_free_handoffs() == 0);
+}
+
+TEST_CASE("acquire_fsm 16i: the count of listing-free hand-offs is of the attempt that acquired", "[acquire_fsm][handoff]") {
+    auto f = make();
+    f.start();
+    created_and_listed(f, "_c_u1-lock-0000000001", {"_c_h-lock-0000000000", "_c_u1-lock-0000000001"});
+    REQUIRE(f.on_watch_set({}, session, false, true).is<step::wait>());
+    // The departure says we hold, but our session is no longer the one our node is of: queue again.
+    auto a = f.on_watch_event({}, event_type::deleted, session + 1, true);
+    REQUIRE(a.is<step::create_and_list>());
+    CHECK(f.listing_free_handoffs() == 0);
+    a = f.on_created_and_listed({}, created("/l/_c_u2-lock-0000000003", 200, session + 1), {},
+                                {"_c_u2-lock-0000000003"}, session + 1);
+    CHECK(acquired(a));
+    CHECK(f.listing_free_handoffs() == 0);
 }
