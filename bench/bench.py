@@ -740,6 +740,18 @@ def tables(o, cases, med, goal_list, failures):
     return "\n".join(lines)
 
 
+def run_gnuplot(gnuplot, work, name, script):
+    """Writes `script` to WORK/NAME.gp and runs gnuplot on it; False (and a log line) if it fails."""
+    path = os.path.join(work, name + ".gp")
+    with open(path, "w") as f:
+        f.write("\n".join(script) + "\n")
+    r = subprocess.run([gnuplot, path], capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        log("bench: gnuplot failed (%s): %s" % (name, r.stderr[-500:]))
+        return False
+    return True
+
+
 def chart(o, cases, med, path):
     """The chart of the settings without a network delay (forceSync=no and yes)."""
     gnuplot = shutil.which("gnuplot")
@@ -820,13 +832,7 @@ def chart(o, cases, med, path):
                                                                       colors[3]),
             "unset multiplot",
         ]
-        with open(os.path.join(work, "chart.gp"), "w") as f:
-            f.write("\n".join(script) + "\n")
-        r = subprocess.run([gnuplot, os.path.join(work, "chart.gp")], capture_output=True, text=True, timeout=60)
-        if r.returncode != 0:
-            log("bench: gnuplot failed: %s" % r.stderr[-500:])
-            return False
-        return True
+        return run_gnuplot(gnuplot, work, "chart", script)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -911,13 +917,7 @@ def chart_delay(o, cases, med, path):
                     f, k + 2, k + 2, 7 if c.startswith("zkr") else 5, CHART_COLORS[CONTENDERS.index(c)]))
             script.append("plot " + ", \\\n  ".join(parts))
         script.append("unset multiplot")
-        with open(os.path.join(work, "chart-delay.gp"), "w") as f:
-            f.write("\n".join(script) + "\n")
-        r = subprocess.run([gnuplot, os.path.join(work, "chart-delay.gp")], capture_output=True, text=True, timeout=60)
-        if r.returncode != 0:
-            log("bench: gnuplot failed (chart-delay): %s" % r.stderr[-500:])
-            return False
-        return True
+        return run_gnuplot(gnuplot, work, "chart-delay", script)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

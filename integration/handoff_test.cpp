@@ -5,6 +5,7 @@
 #include "support/background_lock.hpp"
 #include "support/child_process.hpp"
 #include "support/curator_driver.hpp"
+#include "support/fault_proxy.hpp"
 #include "support/session_tools.hpp"
 #include "support/zk_cluster.hpp"
 #include "zkr/client.hpp"
@@ -12,9 +13,11 @@
 #include "zkr/path.hpp"
 #include "zkr/shared_mutex.hpp"
 
+#include <boost/asio/use_future.hpp>
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <future>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -148,4 +151,63 @@ TEST_CASE("hand-off: a Curator waiter behind a marked zkr holder sees the mark, 
     CHECK(curator.read_line() == std::optional<std::string>("released"));
     CHECK(curator.wait() == 0);
     CHECK(eventually([&] { return queue_length(hc, path) == 0; }));
+}
+
+TEST_CASE("hand-off: the mark's reply lost with the connection: the holder keeps the lock, the next gets in after it",
+          "[handoff][lock_fault][own_servers]") {
+    zkr::test::zk_cluster cluster(1);
+    zkr::test::fault_proxy proxy(cluster.server_address(1));
+    zkr::client hc(test_options(cluster.connect_string()));
+    zkr::mutex first(hc, "/lost-mark");
+    first.lock();
+    // The one that will mark talks through the proxy; the one behind it watches for its mark.
+    zkr::client mc(test_options(proxy.address()));
+    mc.wait_connected(10s);
+    zkr::mutex marking(mc, "/lost-mark");
+    auto held = marking.async_lock(boost::asio::use_future);  // a hold owned by the operation
+    REQUIRE(eventually([&] { return queue_length(hc, "/lost-mark") == 2; }));
+    background_lock next(cluster.connect_string(), "/lost-mark");
+    REQUIRE(eventually([&] { return queue_length(hc, "/lost-mark") == 3; }));
+
+    proxy.lose_next_reply({zkr::test::zk_op::set_data});
+    first.unlock();
+    REQUIRE(held.wait_for(10s) == std::future_status::ready);
+    zkr::lock_hold hold = held.get();
+    // The mark was applied, its reply lost and the connection cut: the session lives on.
+    REQUIRE(eventually([&] { return proxy.replies_lost() == 1; }));
+    CHECK(eventually([&] { return hold.state() == zkr::lock_state::held; }));
+    CHECK(eventually([&] { return ends_with(holder_data(hc, "/lost-mark"), ";held=1"); }));
+    std::this_thread::sleep_for(200ms);
+    CHECK_FALSE(next.acquired.load());
+    hold.unlock();
+    REQUIRE(eventually([&] { return next.acquired.load(); }));
+    CHECK(next.statistics().handoffs_without_listing == 1);
+    next.release();
+    CHECK(eventually([&] { return queue_length(hc, "/lost-mark") == 0 && cluster.all_watch_count(1) == 0; }));
+}
+
+TEST_CASE("hand-off: a timed-out waiter's watch removals cut by a lost reply leave no watch and no node",
+          "[handoff][lock_fault][own_servers]") {
+    zkr::test::zk_cluster cluster(1);
+    zkr::test::fault_proxy proxy(cluster.server_address(1));
+    zkr::client hc(test_options(cluster.connect_string()));
+    zkr::mutex holder(hc, "/lost-removal");
+    holder.lock();
+    background_lock middle(cluster.connect_string(), "/lost-removal");
+    REQUIRE(eventually([&] { return queue_length(hc, "/lost-removal") == 2; }));
+    // Behind `middle`, which is not first: this waiter sets a data and a child watch on it.
+    zkr::client wc(test_options(proxy.address()));
+    wc.wait_connected(10s);
+    zkr::mutex waiter(wc, "/lost-removal");
+    auto timed = std::async(std::launch::async, [&] { return waiter.try_lock_for(1500ms); });
+    REQUIRE(eventually([&] { return queue_length(hc, "/lost-removal") == 3 && cluster.all_watch_count(1) == 3; }));
+    proxy.lose_next_reply({zkr::test::zk_op::remove_watches});
+    CHECK_FALSE(timed.get());
+    REQUIRE(eventually([&] { return proxy.replies_lost() == 1; }));
+    // Its node and both its watches are gone from the server; `middle`'s child watch stays.
+    CHECK(eventually([&] { return queue_length(hc, "/lost-removal") == 2 && cluster.all_watch_count(1) == 1; }));
+    holder.unlock();
+    REQUIRE(eventually([&] { return middle.acquired.load(); }));
+    middle.release();
+    CHECK(eventually([&] { return queue_length(hc, "/lost-removal") == 0 && cluster.all_watch_count(1) == 0; }));
 }
