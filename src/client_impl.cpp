@@ -10,6 +10,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/system_executor.hpp>
 
+#include <algorithm>
 #include <limits>
 #include <stdexcept>
 
@@ -253,10 +254,98 @@ void client_impl::submit(request* r) {
     r->on_send(generation_);
     r->sent_at = std::chrono::steady_clock::now();
     last_sent_.store(r->sent_at.time_since_epoch().count(), std::memory_order_relaxed);
+    // Tracked before the send: the reply may come (and delete r) before send() returns.
+    track_in_flight(r);
+    if (lose_next_request_on_.load(std::memory_order_relaxed) != std::thread::id{}) {
+        auto me = std::this_thread::get_id();
+        if (lose_next_request_on_.compare_exchange_strong(me, std::thread::id{})) return;
+    }
     int rc = r->send(zh_);
     lock.unlock();
     // On success the reply may already have deleted r.
-    if (rc != ZOK) on_failure(r, rc);
+    if (rc != ZOK) {
+        untrack_in_flight(r);
+        on_failure(r, rc);
+    }
+}
+
+void client_impl::track_in_flight(request* r) {
+    std::lock_guard lock(in_flight_mutex_);
+    r->in_flight = true;
+    r->in_flight_prev = nullptr;
+    r->in_flight_next = in_flight_head_;
+    if (in_flight_head_) in_flight_head_->in_flight_prev = r;
+    in_flight_head_ = r;
+    ++in_flight_count_;
+}
+
+void client_impl::unlink_in_flight(request* r) {
+    r->in_flight = false;
+    if (r->in_flight_prev) r->in_flight_prev->in_flight_next = r->in_flight_next;
+    else in_flight_head_ = r->in_flight_next;
+    if (r->in_flight_next) r->in_flight_next->in_flight_prev = r->in_flight_prev;
+    r->in_flight_prev = r->in_flight_next = nullptr;
+    --in_flight_count_;
+    if (answer_waiters_ > 0) in_flight_answered_.notify_all();
+}
+
+void client_impl::untrack_in_flight(request* r) {
+    closing_handle ready{};
+    {
+        std::lock_guard lock(in_flight_mutex_);
+        if (!r->in_flight) return;
+        unlink_in_flight(r);
+        // The last answer a closing handle waited for: it can close now.
+        auto closing = std::find_if(closing_.begin(), closing_.end(),
+                                    [&](const closing_handle& h) { return h.generation == r->sent_generation; });
+        if (closing != closing_.end() && !has_in_flight(closing->generation)) {
+            ready = std::move(*closing);
+            closing_.erase(closing);
+        }
+    }
+    if (ready.zh) {
+        // Its deadline timer is the session thread's: cancel it there.
+        asio::post(rt_->session, [deadline = ready.deadline] { deadline->cancel(); });
+        close_handle_now(ready.zh, ready.generation);
+    }
+}
+
+bool client_impl::has_in_flight(std::uint64_t generation) const {
+    for (request* r = in_flight_head_; r; r = r->in_flight_next)
+        if (r->sent_generation == generation) return true;
+    return false;
+}
+
+void client_impl::wait_for_answers(std::uint64_t generation, std::chrono::milliseconds bound) {
+    std::unique_lock lock(in_flight_mutex_);
+    ++answer_waiters_;
+    in_flight_answered_.wait_for(lock, bound, [&] { return !has_in_flight(generation); });
+    --answer_waiters_;
+}
+
+std::size_t client_impl::in_flight() const {
+    std::lock_guard lock(in_flight_mutex_);
+    return in_flight_count_;
+}
+
+std::size_t client_impl::answer_lost(std::uint64_t generation) {
+    std::vector<request*> lost;
+    {
+        std::lock_guard lock(in_flight_mutex_);
+        for (request* r = in_flight_head_; r;) {
+            request* next = r->in_flight_next;
+            if (r->sent_generation == generation) {
+                unlink_in_flight(r);
+                lost.push_back(r);
+            }
+            r = next;
+        }
+    }
+    if (!lost.empty())
+        log::write(log::level::debug, "zkr::client: the ZooKeeper C client closed a handle without answering " +
+                                          std::to_string(lost.size()) + " request(s); answered as closed");
+    for (request* r : lost) on_failure(r, ZCLOSING);
+    return lost.size();
 }
 
 void client_impl::on_failure(request* r, int rc) {

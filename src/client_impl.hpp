@@ -27,10 +27,19 @@
 //   1. lock_engine::mutex_                         (recipes)
 //   2. acquisition::mutex_                         (recipes)
 //   3. handle_mutex_   shared: send, read the handle's live state; exclusive: swap handles
-//   4. parked_mutex_, lease_mutex_, state_mutex_, watch_registry::mutex_, watch_state::mutex,
-//      sync_slot's mutex                           (leaves: nothing is taken under them)
+//   4. parked_mutex_, lease_mutex_, state_mutex_, in_flight_mutex_, watch_registry::mutex_,
+//      watch_state::mutex, sync_slot's mutex       (leaves: nothing is taken under them)
 // No zkr lock is held while calling zookeeper_init or zookeeper_close (close joins the C client's
 // threads, whose callbacks take the locks above), nor while a completion runs a handler inline.
+//
+// Every request the C client holds is on a list until its completion runs. zookeeper_close
+// should complete each with ZCLOSING, but libzookeeper_mt's completion thread may stop before
+// those completions reach it (it checks close_requested between batches), and they are then
+// never called (nor freed). So a handle that is given up closes only once it has answered all
+// its requests (or after a session timeout), and whoever closed a handle (zkr-c-calls, or the
+// thread that closes the client) answers, once zookeeper_close has returned, every request of
+// that handle still on the list, exactly as ZCLOSING would have: retried on the next handle, or
+// failed.
 // ---------------------------------------------------------------------------------------------
 #pragma once
 
@@ -48,6 +57,7 @@
 #include <map>
 #include <mutex>
 #include <shared_mutex>
+#include <thread>
 #include <unordered_set>
 
 namespace zkr::detail {
@@ -142,6 +152,15 @@ public:
     void on_failure(request* r, int rc);
     /// Every reply: an answer of the server renews the lease of the handle it was sent on.
     void note_reply(const request& r, int rc);
+    /// The C client holds `r` now (sent on handle r->sent_generation) / no more (its completion
+    /// runs, or the send failed).
+    void track_in_flight(request* r);
+    void untrack_in_flight(request* r);
+    /// How many requests the C client holds now (tests).
+    std::size_t in_flight() const;
+    /// For tests: the calling thread's next request is taken as sent but never reaches the C
+    /// client, like a request whose completion libzookeeper_mt loses as its handle closes.
+    void lose_next_request_for_tests() { lose_next_request_on_ = std::this_thread::get_id(); }
 
     watch_registry& watches() { return watches_; }
     const ACL_vector* acl() const { return &acl_vector_; }
@@ -173,7 +192,18 @@ private:
     void schedule_heartbeat();
     void close_given_up_sessions();
     void close_given_up(given_up_session s);
+    /// Closes a handle that is no one's any more, off the session thread, once the C client has
+    /// answered every request sent on it (or a session timeout has passed): zookeeper_close with
+    /// requests in flight is where libzookeeper_mt can lose their completions (see above).
     void close_handle_later(zhandle_t* zh, std::uint64_t generation);
+    void close_handle_now(zhandle_t* zh, std::uint64_t generation);
+    bool has_in_flight(std::uint64_t generation) const;  // under in_flight_mutex_
+    void unlink_in_flight(request* r);                    // under in_flight_mutex_
+    /// Waits until handle `generation` has answered every request it holds, or `bound` passed.
+    void wait_for_answers(std::uint64_t generation, std::chrono::milliseconds bound);
+    /// Handle `generation` is closed (zookeeper_close returned): what it never answered is
+    /// answered now as ZCLOSING would have been. Returns how many.
+    std::size_t answer_lost(std::uint64_t generation);
     void fail_parked(error_code ec);
 
     // client_impl.cpp
@@ -194,6 +224,21 @@ private:
     // Requests sent while there is no handle: sent on the next one, or failed if opening it fails.
     std::mutex parked_mutex_;
     std::vector<request*> parked_;
+    // Requests the C client holds (sent, completion not run yet): an intrusive list.
+    mutable std::mutex in_flight_mutex_;
+    request* in_flight_head_ = nullptr;
+    std::size_t in_flight_count_ = 0;
+    std::atomic<std::thread::id> lose_next_request_on_{};
+    // Handles waiting for their requests' answers before they close (under in_flight_mutex_;
+    // the timers are the session thread's).
+    struct closing_handle {
+        zhandle_t* zh;
+        std::uint64_t generation;
+        std::shared_ptr<boost::asio::steady_timer> deadline;
+    };
+    std::vector<closing_handle> closing_;
+    std::condition_variable in_flight_answered_;
+    int answer_waiters_ = 0;
 
     // Session thread only: events of the handle being opened that came before on_handle_opened.
     std::vector<std::pair<std::uint64_t, int>> early_events_;

@@ -9,7 +9,10 @@ zkr::stat to_stat(const Stat& s) noexcept {
             s.ephemeralOwner, s.dataLength, s.numChildren, s.pzxid};
 }
 
-void request::replied(int rc) { client.note_reply(*this, rc); }
+void request::replied(int rc) {
+    client.untrack_in_flight(this);
+    client.note_reply(*this, rc);
+}
 
 namespace {
 

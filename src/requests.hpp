@@ -43,9 +43,15 @@ public:
     std::chrono::steady_clock::time_point sent_at;  // of the latest send
     std::uint64_t sent_generation = 0;              // the handle of the latest send
     std::unique_ptr<boost::asio::steady_timer> backoff;
+    // While the C client holds this request (sent, not answered yet) it is on the client's list
+    // of requests in flight, under client_impl::in_flight_mutex_: see client_impl::answer_lost.
+    request* in_flight_prev = nullptr;
+    request* in_flight_next = nullptr;
+    bool in_flight = false;
 
 protected:
-    /// Every reply passes here first: an answer from the server renews the session's lease.
+    /// Every reply passes here first: the request leaves the list of those in flight, and an
+    /// answer from the server renews the session's lease.
     void replied(int rc);
 };
 

@@ -175,12 +175,41 @@ void client_impl::fail_parked(error_code ec) {
 }
 
 void client_impl::close_handle_later(zhandle_t* zh, std::uint64_t generation) {
+    {
+        std::lock_guard lock(in_flight_mutex_);
+        if (has_in_flight(generation)) {
+            // The last answer closes it (untrack_in_flight); a handle that no server answers
+            // fails its requests within a session timeout, and this deadline bounds it anyway.
+            auto deadline = std::make_shared<asio::steady_timer>(rt_->session, options_.session_timeout);
+            closing_.push_back(closing_handle{zh, generation, deadline});
+            deadline->async_wait([weak = weak_from_this(), generation](error_code ec) {
+                auto self = weak.lock();
+                if (ec || !self) return;
+                closing_handle due{};
+                {
+                    std::lock_guard lock(self->in_flight_mutex_);
+                    auto it = std::find_if(self->closing_.begin(), self->closing_.end(),
+                                           [&](const closing_handle& h) { return h.generation == generation; });
+                    if (it == self->closing_.end()) return;
+                    due = std::move(*it);
+                    self->closing_.erase(it);
+                }
+                self->close_handle_now(due.zh, due.generation);
+            });
+            return;
+        }
+    }
+    close_handle_now(zh, generation);
+}
+
+void client_impl::close_handle_now(zhandle_t* zh, std::uint64_t generation) {
     // zookeeper_close joins the handle's threads and, on a live connection, waits for the
     // server's answer to the close: never on the session thread.
     asio::post(rt_->c_calls, [weak = weak_from_this(), zh, generation] {
         zookeeper_close(zh);
         // The C client will not call the handle's watcher any more: its context can go.
         if (auto self = weak.lock()) {
+            self->answer_lost(generation);
             std::unique_lock lock(self->handle_mutex_);
             self->contexts_.erase(generation);
         }
@@ -274,8 +303,9 @@ void client_impl::replace_handle(error_code reason) {
     suspended_ = false;
     established_session_ = 0;
     lost_timer_.cancel();
-    // Pending requests of the old handle complete with ZCLOSING (mapped to session_expired) as
-    // it closes, and are retried on the new one where that is safe.
+    // The old handle closes once it has answered the requests it holds (or after a session
+    // timeout); what it leaves unanswered completes as ZCLOSING would (session_expired) and is
+    // retried on the new handle where that is safe.
     if (old) close_handle_later(old, old_generation);
     watches_.end_stale(generation_, false, reason);
     open_handle();
@@ -445,12 +475,21 @@ void client_impl::close() {
     zhandle_t* zh = nullptr;
     std::uint64_t closed_generation = 0;
     std::shared_ptr<session_closer> closer;
+    std::vector<closing_handle> waiting;  // given-up handles still waiting for answers
     auto work = [&] {
         closer = std::move(active_closer_);
         {
             std::unique_lock lock(handle_mutex_);
             zh = std::exchange(zh_, nullptr);
             closed_generation = generation_++;
+        }
+        {
+            std::lock_guard lock(in_flight_mutex_);
+            waiting.swap(closing_);
+        }
+        for (auto& h : waiting) {  // the session thread's timers: done with here
+            h.deadline->cancel();
+            h.deadline.reset();
         }
         lost_timer_.cancel();
         reopen_timer_.cancel();
@@ -481,10 +520,20 @@ void client_impl::close() {
     if (closer) {
         if (auto closer_zh = closer->zh.exchange(nullptr)) zookeeper_close(closer_zh);
     }
+    for (auto& h : waiting) {
+        zookeeper_close(h.zh);
+        answer_lost(h.generation);
+        std::unique_lock lock(handle_mutex_);
+        contexts_.erase(h.generation);
+    }
     // Closing ends the session on the server: its ephemeral nodes go now, not after a timeout.
-    // Pending requests complete with ZCLOSING, mapped to client_closed.
+    // Pending requests complete with ZCLOSING, mapped to client_closed. No new ones are sent
+    // (closed_), so on a live connection the ones in flight are answered within a round trip:
+    // wait for that (briefly) before closing, when the C client is least likely to lose them.
     if (zh) {
+        wait_for_answers(closed_generation, std::chrono::milliseconds(1000));
         zookeeper_close(zh);
+        answer_lost(closed_generation);
         std::unique_lock lock(handle_mutex_);
         contexts_.erase(closed_generation);
     }

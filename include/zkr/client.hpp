@@ -135,7 +135,9 @@ public:
     /// wait_connected() names DNS as the cause if no session comes.
     explicit client(client_options options);
     /// Closes the session (its ephemeral nodes go at once) and completes every pending
-    /// operation with errc::client_closed. Safe inside one of the client's own handlers.
+    /// operation with errc::client_closed: each handler is called, none is lost. Requests
+    /// already sent get up to 1 s for their answers first (on a live connection: one round
+    /// trip). Safe inside one of the client's own handlers.
     ~client();
     client(const client&) = delete;
     client& operator=(const client&) = delete;
