@@ -640,3 +640,62 @@ TEST_CASE("a request its handle never answers is sent again on the next session"
     // The old handle is closed and its context gone.
     CHECK(eventually([&] { return impl->handle_contexts() == 1; }, 10s));
 }
+
+TEST_CASE("a watch armed by an answer that comes while the client closes still ends", "[client][close]") {
+    // close() waits for the answers of requests in flight; a watched read answered then arms its
+    // watch after the watches were ended. It must end all the same (else a wait on it would keep
+    // the client's handler thread, and the destructor, waiting for ever).
+    for (int round = 0; round < 10; ++round) {
+        auto c = std::make_unique<zkr::client>(test_options(test_connect_string()));
+        c->wait_connected(10s);
+        auto sent = std::make_shared<std::atomic<int>>(0);
+        auto answered = std::make_shared<std::atomic<int>>(0);
+        auto waits = std::make_shared<std::atomic<int>>(0);
+        auto ended = std::make_shared<std::atomic<int>>(0);
+        auto flood_until = std::chrono::steady_clock::now() + 30ms;
+        while (std::chrono::steady_clock::now() < flood_until) {
+            if (*sent - *answered > 300) continue;
+            ++*sent;
+            c->async_exists("/", zkr::set_watch, [answered, waits, ended](zkr::error_code ec, zkr::exists_result r) {
+                if (!ec && r.watch.valid()) {
+                    ++*waits;
+                    r.watch.async_wait([ended](zkr::error_code, zkr::watch_event) { ++*ended; });
+                }
+                ++*answered;
+            });
+        }
+        auto done = std::make_shared<std::promise<void>>();
+        auto closed = done->get_future();
+        std::thread([c = std::move(c), done]() mutable {
+            c.reset();
+            done->set_value();
+        }).detach();
+        REQUIRE(closed.wait_for(20s) == std::future_status::ready);  // the destructor returned
+        CHECK(*answered == *sent);
+        CHECK(*ended == *waits);
+    }
+}
+
+TEST_CASE("a watch event that comes while the client closes finds its watch alive", "[client][close]") {
+    // The watch is ended (and its last owner gone) as close() begins, but the C client still
+    // delivers its event while close() waits for an answer: the watch must still be there
+    // (a heap-use-after-free under ASan before).
+    zkr::client other(test_options(test_connect_string()));
+    std::string path = unique_path("closing-watch");
+    other.create_parents(path);
+    zkr::client c(test_options(test_connect_string()));
+    c.wait_connected(10s);
+    for (int i = 0; i < 20; ++i) {
+        other.create(path + "/n" + std::to_string(i), "");
+        (void)c.exists(path + "/n" + std::to_string(i), zkr::set_watch);  // the watch is dropped at once
+    }
+    auto& impl = zkr::detail::client_access::impl(c);
+    impl->lose_next_request_for_tests();
+    auto lost = c.async_exists("/", asio::use_future);  // close() waits 1 s for it
+    std::thread closer([&] { c.close(); });
+    std::this_thread::sleep_for(300ms);
+    for (int i = 0; i < 20; ++i) other.remove(path + "/n" + std::to_string(i));
+    closer.join();
+    CHECK(lost.wait_for(5s) == std::future_status::ready);
+    CHECK(impl->watches().retired() == 0);  // released once the handle closed
+}

@@ -509,6 +509,18 @@ void client_impl::remove_watch(std::shared_ptr<watch_state> ws, completion<> don
         std::lock_guard lock(ws->mutex);
         if (ws->done) return done(make_error_code(errc::no_watcher));
     }
+    {
+        // A watch armed by a late answer of a handle given up: the server of the current
+        // session knows nothing of it, and a removal there would take the watches of others on
+        // this path. Its handle ends it as it closes; end it here already.
+        std::shared_lock lock(handle_mutex_);
+        if (ws->armed && ws->generation != generation_) {
+            lock.unlock();
+            ws->finish(make_error_code(errc::watch_removed), {});
+            retire_watch(*ws);
+            return done({});
+        }
+    }
     if (!watches_.sharing(*ws).empty()) {
         // Others here still need the server's watch on this path: drop only ours, locally.
         int rc;
@@ -535,12 +547,23 @@ void client_impl::remove_watch(std::shared_ptr<watch_state> ws, completion<> don
 }
 
 void client_impl::drop_watch_locally(watch_state& ws) {
+    bool current = false;
     {
         std::shared_lock lock(handle_mutex_);
-        if (zh_ && ws.generation == generation_) remove_watch_locally(zh_, ws);
+        current = zh_ && ws.generation == generation_;
+        if (current) remove_watch_locally(zh_, ws);
     }
     ws.finish(make_error_code(errc::watch_removed), {});
-    watches_.forget(&ws);
+    if (current) watches_.forget(&ws);
+    else retire_watch(ws);
+}
+
+void client_impl::retire_watch(watch_state& ws) {
+    // Under the handle lock: after_close erases a handle's context (exclusively) before it
+    // releases the handle's watches, so one kept here for an open handle is always released.
+    std::shared_lock lock(handle_mutex_);
+    if (contexts_.count(ws.generation)) watches_.retire(&ws);
+    else watches_.forget(&ws);
 }
 
 // ---------------------------------------------------------------- entry points of the templates

@@ -145,6 +145,9 @@ public:
     void remove_watch(std::shared_ptr<watch_state> ws, completion<> done);
     /// Ends `ws` at the C client only (the server's watch, if any, is left to its connection).
     void drop_watch_locally(watch_state& ws);
+    /// Takes an ended watch out of the registry; one of a handle still open stays alive until
+    /// that handle closes (its C client may still call it).
+    void retire_watch(watch_state& ws);
 
     /// Sends (or resends) a request on the current handle, or parks it until there is one.
     void submit(request* r);
@@ -197,6 +200,9 @@ private:
     /// requests in flight is where libzookeeper_mt can lose their completions (see above).
     void close_handle_later(zhandle_t* zh, std::uint64_t generation);
     void close_handle_now(zhandle_t* zh, std::uint64_t generation);
+    /// zookeeper_close of handle `generation` returned: answer what it lost, drop its context,
+    /// end and release its watches.
+    void after_close(std::uint64_t generation);
     bool has_in_flight(std::uint64_t generation) const;  // under in_flight_mutex_
     void unlink_in_flight(request* r);                    // under in_flight_mutex_
     /// Waits until handle `generation` has answered every request it holds, or `bound` passed.

@@ -175,31 +175,29 @@ void client_impl::fail_parked(error_code ec) {
 }
 
 void client_impl::close_handle_later(zhandle_t* zh, std::uint64_t generation) {
+    auto deadline = std::make_shared<asio::steady_timer>(rt_->session, options_.session_timeout);
     {
         std::lock_guard lock(in_flight_mutex_);
-        if (has_in_flight(generation)) {
-            // The last answer closes it (untrack_in_flight); a handle that no server answers
-            // fails its requests within a session timeout, and this deadline bounds it anyway.
-            auto deadline = std::make_shared<asio::steady_timer>(rt_->session, options_.session_timeout);
-            closing_.push_back(closing_handle{zh, generation, deadline});
-            deadline->async_wait([weak = weak_from_this(), generation](error_code ec) {
-                auto self = weak.lock();
-                if (ec || !self) return;
-                closing_handle due{};
-                {
-                    std::lock_guard lock(self->in_flight_mutex_);
-                    auto it = std::find_if(self->closing_.begin(), self->closing_.end(),
-                                           [&](const closing_handle& h) { return h.generation == generation; });
-                    if (it == self->closing_.end()) return;
-                    due = std::move(*it);
-                    self->closing_.erase(it);
-                }
-                self->close_handle_now(due.zh, due.generation);
-            });
-            return;
-        }
+        if (!has_in_flight(generation)) deadline.reset();
+        // The last answer closes it (untrack_in_flight); a handle that no server answers fails
+        // its requests within a session timeout, and this deadline bounds it anyway.
+        else closing_.push_back(closing_handle{zh, generation, deadline});
     }
-    close_handle_now(zh, generation);
+    if (!deadline) return close_handle_now(zh, generation);
+    deadline->async_wait([weak = weak_from_this(), generation](error_code ec) {
+        auto self = weak.lock();
+        if (ec || !self) return;
+        closing_handle due{};
+        {
+            std::lock_guard lock(self->in_flight_mutex_);
+            auto it = std::find_if(self->closing_.begin(), self->closing_.end(),
+                                   [&](const closing_handle& h) { return h.generation == generation; });
+            if (it == self->closing_.end()) return;  // answered meanwhile, and closed
+            due = std::move(*it);
+            self->closing_.erase(it);
+        }
+        self->close_handle_now(due.zh, due.generation);
+    });
 }
 
 void client_impl::close_handle_now(zhandle_t* zh, std::uint64_t generation) {
@@ -207,13 +205,18 @@ void client_impl::close_handle_now(zhandle_t* zh, std::uint64_t generation) {
     // server's answer to the close: never on the session thread.
     asio::post(rt_->c_calls, [weak = weak_from_this(), zh, generation] {
         zookeeper_close(zh);
-        // The C client will not call the handle's watcher any more: its context can go.
-        if (auto self = weak.lock()) {
-            self->answer_lost(generation);
-            std::unique_lock lock(self->handle_mutex_);
-            self->contexts_.erase(generation);
-        }
+        if (auto self = weak.lock()) self->after_close(generation);
     });
+}
+
+void client_impl::after_close(std::uint64_t generation) {
+    answer_lost(generation);
+    {
+        // The C client will not call the handle's watcher any more: its context can go.
+        std::unique_lock lock(handle_mutex_);
+        contexts_.erase(generation);
+    }
+    watches_.release_handle(generation, make_error_code(closed_ ? errc::client_closed : errc::session_expired));
 }
 
 std::size_t client_impl::handle_contexts() const {
@@ -306,8 +309,10 @@ void client_impl::replace_handle(error_code reason) {
     // The old handle closes once it has answered the requests it holds (or after a session
     // timeout); what it leaves unanswered completes as ZCLOSING would (session_expired) and is
     // retried on the new handle where that is safe.
-    if (old) close_handle_later(old, old_generation);
+    // Ended before the old handle may close: end_stale keeps each watch until its handle is
+    // closed (the C client may call it until then), and the close releases them.
     watches_.end_stale(generation_, false, reason);
+    if (old) close_handle_later(old, old_generation);
     open_handle();
 }
 
@@ -522,20 +527,16 @@ void client_impl::close() {
     }
     for (auto& h : waiting) {
         zookeeper_close(h.zh);
-        answer_lost(h.generation);
-        std::unique_lock lock(handle_mutex_);
-        contexts_.erase(h.generation);
+        after_close(h.generation);
     }
     // Closing ends the session on the server: its ephemeral nodes go now, not after a timeout.
     // Pending requests complete with ZCLOSING, mapped to client_closed. No new ones are sent
     // (closed_), so on a live connection the ones in flight are answered within a round trip:
     // wait for that (briefly) before closing, when the C client is least likely to lose them.
     if (zh) {
-        wait_for_answers(closed_generation, std::chrono::milliseconds(1000));
+        if (zoo_state(zh) == ZOO_CONNECTED_STATE) wait_for_answers(closed_generation, std::chrono::milliseconds(1000));
         zookeeper_close(zh);
-        answer_lost(closed_generation);
-        std::unique_lock lock(handle_mutex_);
-        contexts_.erase(closed_generation);
+        after_close(closed_generation);
     }
 }
 

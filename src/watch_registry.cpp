@@ -105,6 +105,35 @@ void watch_registry::end_stale(std::uint64_t current, bool all, error_code ec) {
         for (auto it = watches_.begin(); it != watches_.end();) {
             // Watches not yet armed belong to a read in flight, which cleans up after itself.
             if (it->second->armed && (all || it->second->generation != current)) {
+                ended.push_back(it->second);
+                retired_.emplace(it->second->generation, std::move(it->second));
+                it = watches_.erase(it);
+            } else {
+                ++it;
+            }
+        }
+    }
+    for (auto& ws : ended) ws->finish(ec, watch_event{});
+}
+
+void watch_registry::retire(watch_state* ws) {
+    std::lock_guard lock(mutex_);
+    if (auto it = watches_.find(ws); it != watches_.end()) {
+        retired_.emplace(ws->generation, std::move(it->second));
+        watches_.erase(it);
+    }
+}
+
+void watch_registry::release_handle(std::uint64_t generation, error_code ec) {
+    std::vector<std::shared_ptr<watch_state>> released;  // ended and destroyed outside the lock
+    std::vector<std::shared_ptr<watch_state>> ended;
+    {
+        std::lock_guard lock(mutex_);
+        auto [first, last] = retired_.equal_range(generation);
+        for (auto it = first; it != last; ++it) released.push_back(std::move(it->second));
+        retired_.erase(first, last);
+        for (auto it = watches_.begin(); it != watches_.end();) {
+            if (it->second->armed && it->second->generation == generation) {
                 ended.push_back(std::move(it->second));
                 it = watches_.erase(it);
             } else {
@@ -113,6 +142,11 @@ void watch_registry::end_stale(std::uint64_t current, bool all, error_code ec) {
         }
     }
     for (auto& ws : ended) ws->finish(ec, watch_event{});
+}
+
+std::size_t watch_registry::retired() {
+    std::lock_guard lock(mutex_);
+    return retired_.size();
 }
 
 void start_watch_wait(const std::shared_ptr<watch_state>& state, watch_handler handler) {

@@ -65,12 +65,23 @@ public:
     /// Ends those with `ev` (their registration went with a removal of all watches on the path).
     void end_sharing(const watch_state& ws, const watch_event& ev);
     /// Ends, with `ec`, every armed watch not set on handle `current` (or every one, if `all`).
+    /// Their handle may still be open and call them: each is kept until release_handle.
     void end_stale(std::uint64_t current, bool all, error_code ec);
+    /// Takes `ws` out like forget(), but keeps it until its handle is closed (release_handle):
+    /// for a watch the C client of a handle still open may call.
+    void retire(watch_state* ws);
+    /// Handle `generation` is closed (zookeeper_close returned: nothing of it runs any more).
+    /// Its watches still armed end with `ec` (armed by a late answer after end_stale), and
+    /// those kept for it go.
+    void release_handle(std::uint64_t generation, error_code ec);
     std::size_t size();
+    /// How many watches are kept for handles not closed yet (tests).
+    std::size_t retired();
 
 private:
     std::mutex mutex_;
     std::unordered_map<watch_state*, std::shared_ptr<watch_state>> watches_;
+    std::unordered_multimap<std::uint64_t, std::shared_ptr<watch_state>> retired_;  // by handle
 };
 
 }  // namespace zkr::detail
