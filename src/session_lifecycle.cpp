@@ -306,11 +306,11 @@ void client_impl::replace_handle(error_code reason) {
     suspended_ = false;
     established_session_ = 0;
     lost_timer_.cancel();
-    // The old handle closes once it has answered the requests it holds (or after a session
-    // timeout); what it leaves unanswered completes as ZCLOSING would (session_expired) and is
-    // retried on the new handle where that is safe.
-    // Ended before the old handle may close: end_stale keeps each watch until its handle is
-    // closed (the C client may call it until then), and the close releases them.
+    // The old handle's watches end now but stay alive until it is closed (its C client may call
+    // them until then; the close releases them), so this comes first. The old handle closes
+    // once it has answered the requests it holds (or after a session timeout); what it leaves
+    // unanswered completes as ZCLOSING would (session_expired), retried on the new handle where
+    // that is safe.
     watches_.end_stale(generation_, false, reason);
     if (old) close_handle_later(old, old_generation);
     open_handle();
