@@ -276,7 +276,6 @@ void client_impl::track_in_flight(request* r) {
     r->in_flight_next = in_flight_head_;
     if (in_flight_head_) in_flight_head_->in_flight_prev = r;
     in_flight_head_ = r;
-    ++in_flight_count_;
 }
 
 void client_impl::unlink_in_flight(request* r) {
@@ -285,7 +284,6 @@ void client_impl::unlink_in_flight(request* r) {
     else in_flight_head_ = r->in_flight_next;
     if (r->in_flight_next) r->in_flight_next->in_flight_prev = r->in_flight_prev;
     r->in_flight_prev = r->in_flight_next = nullptr;
-    --in_flight_count_;
     if (answer_waiters_ > 0) in_flight_answered_.notify_all();
 }
 
@@ -325,7 +323,9 @@ void client_impl::wait_for_answers(std::uint64_t generation, std::chrono::millis
 
 std::size_t client_impl::in_flight() const {
     std::lock_guard lock(in_flight_mutex_);
-    return in_flight_count_;
+    std::size_t n = 0;
+    for (request* r = in_flight_head_; r; r = r->in_flight_next) ++n;
+    return n;
 }
 
 std::size_t client_impl::answer_lost(std::uint64_t generation) {

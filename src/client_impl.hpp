@@ -233,7 +233,6 @@ private:
     // Requests the C client holds (sent, completion not run yet): an intrusive list.
     mutable std::mutex in_flight_mutex_;
     request* in_flight_head_ = nullptr;
-    std::size_t in_flight_count_ = 0;
     std::atomic<std::thread::id> lose_next_request_on_{};
     // Handles waiting for their requests' answers before they close (under in_flight_mutex_;
     // the timers are the session thread's).
