@@ -48,6 +48,7 @@ private:
     // Events of any other (an earlier step's, the twin of one that fired) are not passed on.
     std::shared_ptr<watch_state> watch_, child_watch_;
     std::shared_ptr<boost::asio::steady_timer> timer_;  // armed and cancelled on the session thread
+    live_counter<&live_objects::operations> counted_;
 };
 
 }  // namespace zkr::detail

@@ -33,6 +33,7 @@ struct hold {
     bool keep_node = false;      // a downgraded write hold: its node stays while the read hold lasts
     std::shared_ptr<hold> pinned_write;  // a downgrade's read hold: the write node it keeps in place
     std::vector<completion<>> lost_waiters;
+    live_counter<&live_objects::holds> counted;
 };
 
 /// The owner id of the calling thread's blocking holds.

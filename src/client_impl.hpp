@@ -295,6 +295,8 @@ private:
     std::vector<std::string> acl_strings_;
     std::vector<ACL> acl_entries_;
     ACL_vector acl_vector_{};
+
+    live_counter<&live_objects::clients> counted_;
 };
 
 /// How recipes and tests reach a client's session layer (there is no public way).

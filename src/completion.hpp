@@ -11,6 +11,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/prefer.hpp>
 
+#include "live_objects.hpp"
 #include "zkr/error.hpp"
 
 #include <condition_variable>
@@ -18,6 +19,7 @@
 #include <mutex>
 #include <optional>
 #include <tuple>
+#include <utility>
 
 namespace zkr::detail {
 
@@ -68,20 +70,36 @@ public:
     /// `io_executor`: the client's; it counts as busy until the handler is posted.
     completion(handler_type handler, const boost::asio::any_io_executor& io_executor)
         : handler_(std::move(handler)),
-          work_(boost::asio::prefer(io_executor, boost::asio::execution::outstanding_work.tracked)) {}
-    explicit completion(sync_slot<Values...>* slot) : slot_(slot) {}
+          work_(boost::asio::prefer(io_executor, boost::asio::execution::outstanding_work.tracked)),
+          owed_(true) {
+        ++live().completions;
+    }
+    explicit completion(sync_slot<Values...>* slot) : slot_(slot), owed_(true) { ++live().completions; }
     /// For zkr's own state machines: runs `fn` on whichever thread completes the request (often
     /// the ZooKeeper C client's). It must not block and must not call user code.
     using inline_fn = std::function<void(zkr::error_code, Values...)>;
-    explicit completion(inline_fn fn) : inline_(std::move(fn)) {}
+    explicit completion(inline_fn fn) : inline_(std::move(fn)), owed_(true) { ++live().completions; }
 
-    completion(completion&&) = default;
+    completion(completion&& other) noexcept
+        : handler_(std::move(other.handler_)),
+          work_(std::move(other.work_)),
+          slot_(std::exchange(other.slot_, nullptr)),
+          inline_(std::move(other.inline_)),
+          owed_(std::exchange(other.owed_, false)) {}
     // Boost 1.81's any_completion_handler crashes on move assignment (it takes itself for a
     // handler to wrap): build a new completion instead.
     completion& operator=(completion&&) = delete;
+    ~completion() {
+        // A result owed and never delivered: someone waits for ever (counted; tests fail on it).
+        if (owed_) {
+            --live().completions;
+            ++live().dropped_completions;
+        }
+    }
 
     /// Delivers the result; call once.
     void operator()(error_code ec, Values... values) {
+        if (std::exchange(owed_, false)) --live().completions;
         if (slot_) {
             slot_->set(ec, std::move(values)...);
             return;
@@ -100,6 +118,7 @@ private:
     boost::asio::any_io_executor work_;
     sync_slot<Values...>* slot_ = nullptr;
     inline_fn inline_;
+    bool owed_ = false;
 };
 
 }  // namespace zkr::detail

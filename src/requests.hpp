@@ -4,6 +4,7 @@
 #pragma once
 
 #include "completion.hpp"
+#include "live_objects.hpp"
 #include "watch_registry.hpp"
 #include "zkr/types.hpp"
 
@@ -53,6 +54,9 @@ protected:
     /// Every reply passes here first: the request leaves the list of those in flight, and an
     /// answer from the server renews the session's lease.
     void replied(int rc);
+
+private:
+    live_counter<&live_objects::requests> counted_;
 };
 
 request* make_create(client_impl& c, std::string path, std::string data, create_mode mode, completion<create_result> done);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "completion.hpp"
+#include "live_objects.hpp"
 #include "zkr/types.hpp"
 #include "zkr/watch.hpp"
 
@@ -48,6 +49,9 @@ struct watch_state {
     void wait_inline(std::function<void(error_code, const watch_event&)> fn);
     /// Drops an inline waiter that has not been called (its owner gave up waiting).
     void clear_inline();
+
+private:
+    live_counter<&live_objects::watches> counted_;
 };
 
 /// For recipes: the state behind a zkr::watch.
