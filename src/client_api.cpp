@@ -263,3 +263,11 @@ const char* to_string(event_type t) noexcept {
 }
 
 }  // namespace zkr
+
+namespace zkr::detail {
+
+std::shared_ptr<session_port> port_of(const zkr::client& c) {
+    return client_access::impl(c);
+}
+
+}  // namespace zkr::detail

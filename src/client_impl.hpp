@@ -46,6 +46,7 @@
 #include "completion.hpp"
 #include "requests.hpp"
 #include "runtime.hpp"
+#include "session_port.hpp"
 #include "watch_registry.hpp"
 #include "zkr/client.hpp"
 
@@ -69,22 +70,9 @@ struct handle_context {
     std::uint64_t generation;
 };
 
-/// How a session stands right now, from the C client's live view and the lease.
-enum class session_health {
-    live,     ///< the handle is connected on this session and the server answered within the lease
-    suspect,  ///< this session, but the connection is down or the server has not answered lately
-    gone,     ///< the session is lost (expired, given up, closed) or was never this client's current one
-};
-
-/// A session-level event for zkr's own listeners (the lock engine), with the session it is about.
 struct session_closer;  // session_lifecycle.cpp
 
-struct session_event {
-    connection_state state;
-    std::int64_t session;  ///< connected/reconnected: the session now; lost: the session lost
-};
-
-class client_impl : public std::enable_shared_from_this<client_impl> {
+class client_impl final : public session_port, public std::enable_shared_from_this<client_impl> {
 public:
     explicit client_impl(client_options options);
     ~client_impl();
@@ -95,27 +83,28 @@ public:
 
     /// Per-client state of a recipe family (e.g. the lock engine), made on first use and
     /// dropped when the client shuts down.
-    std::shared_ptr<void> extension(const void* key, const std::function<std::shared_ptr<void>()>& make);
+    std::shared_ptr<void> extension(const void* key, const std::function<std::shared_ptr<void>()>& make) override;
+    std::weak_ptr<session_port> weak_port() override { return weak_from_this(); }
 
     const client_options& options() const { return options_; }
     /// Where user handlers run: options.executor, or the handler thread.
-    boost::asio::any_io_executor executor() const { return user_executor_; }
+    boost::asio::any_io_executor executor() const override { return user_executor_; }
     /// The session thread's executor: session machinery only, never user code.
     boost::asio::io_context::executor_type session_executor() { return rt_->session.get_executor(); }
-    const std::shared_ptr<runtime>& threads() const { return rt_; }
+    const std::shared_ptr<runtime>& threads() const override { return rt_; }
 
     connection_state state() const;
-    bool is_connected() const;
+    bool is_connected() const override;
     /// The session of the current handle, read live from the C client (which learns it before
     /// any reply of that session reaches us); 0 while there is none.
-    std::int64_t session_id() const;
-    session_health health(std::int64_t session) const;
+    std::int64_t session_id() const override;
+    session_health health(std::int64_t session) const override;
     /// Until when `session` surely lives on the server, as far as this client can tell: the
     /// lease renewed by every answer of the server (the epoch unless `session` is live now).
-    std::chrono::steady_clock::time_point lease_until(std::int64_t session) const;
-    std::chrono::milliseconds session_timeout() const { return std::chrono::milliseconds(negotiated_timeout_.load()); }
-    std::uint64_t session_count() const { return session_count_.load(); }
-    bool closed() const { return closed_.load(); }
+    std::chrono::steady_clock::time_point lease_until(std::int64_t session) const override;
+    std::chrono::milliseconds session_timeout() const override { return std::chrono::milliseconds(negotiated_timeout_.load()); }
+    std::uint64_t session_count() const override { return session_count_.load(); }
+    bool closed() const override { return closed_.load(); }
     /// The current session's id and password (for tests that expire it from outside).
     std::pair<std::int64_t, std::string> session_credentials() const;
     /// How many handle contexts are kept (one per open handle; tests check it stays bounded).
@@ -127,22 +116,22 @@ public:
     void wait_connected(std::chrono::milliseconds timeout);
     subscription on_state_change(std::function<void(connection_state)> listener);
     /// zkr's own listeners: called on the session thread, in order; must not block.
-    subscription on_session_event(std::function<void(const session_event&)> listener);
+    subscription on_session_event(std::function<void(const session_event&)> listener) override;
     void wait_connected_async(completion<> done);
     void next_state_async(completion<connection_state> done);
 
     // Requests.
-    void create(std::string path, std::string data, create_mode mode, completion<create_result> done);
-    void remove(std::string path, std::int32_t version, completion<> done);
-    void exists(std::string path, bool watch, completion<exists_result> done);
-    void get_data(std::string path, bool watch, completion<data_result> done);
-    void set_data(std::string path, std::string data, std::int32_t version, completion<zkr::stat> done);
-    void get_children(std::string path, bool watch, completion<children_result> done);
-    void multi(std::vector<multi_op> ops, completion<std::vector<multi_op_result>> done);
+    void create(std::string path, std::string data, create_mode mode, completion<create_result> done) override;
+    void remove(std::string path, std::int32_t version, completion<> done) override;
+    void exists(std::string path, bool watch, completion<exists_result> done) override;
+    void get_data(std::string path, bool watch, completion<data_result> done) override;
+    void set_data(std::string path, std::string data, std::int32_t version, completion<zkr::stat> done) override;
+    void get_children(std::string path, bool watch, completion<children_result> done) override;
+    void multi(std::vector<multi_op> ops, completion<std::vector<multi_op_result>> done) override;
     /// Creates `path` and its missing ancestors (containers fall back to persistent nodes on a
     /// server without them); an existing node is fine.
-    void create_parents(std::string path, create_mode mode, completion<> done);
-    void remove_watch(std::shared_ptr<watch_state> ws, completion<> done);
+    void create_parents(std::string path, create_mode mode, completion<> done) override;
+    void remove_watch(std::shared_ptr<watch_state> ws, completion<> done) override;
     /// Ends `ws` at the C client only (the server's watch, if any, is left to its connection).
     void drop_watch_locally(watch_state& ws);
     /// Takes an ended watch out of the registry; one of a handle still open stays alive until
@@ -286,7 +275,7 @@ private:
     std::map<std::uint64_t, std::shared_ptr<internal_listener>> internal_listeners_;
     std::uint64_t next_listener_id_ = 0;
 
-    std::mutex extensions_mutex_;
+    std::recursive_mutex extensions_mutex_;  // recursive: a recipe family made on first use makes the toolkit pieces it uses
     std::map<const void*, std::shared_ptr<void>> extensions_;
 
     watch_registry watches_;

@@ -5,6 +5,7 @@
 #include "zkr/client.hpp"
 #include "zkr/error.hpp"
 #include "zkr/lock_hold.hpp"
+#include "zkr/lock_protocol.hpp"
 #include "zkr/lock_types.hpp"
 #include "zkr/log.hpp"
 #include "zkr/lock_view.hpp"

@@ -1,23 +1,27 @@
-#include "lock_driver.hpp"
+#include "sequence_queue.hpp"
+
+#include <boost/uuid/uuid_generators.hpp>
+#include <boost/uuid/uuid_io.hpp>
 
 #include <algorithm>
 #include <charconv>
 
 namespace zkr::detail {
 
-std::string_view lock_marker(lock_kind kind) noexcept {
+std::string_view queue_marker(queue_kind kind) noexcept {
     switch (kind) {
-        case lock_kind::exclusive: return "lock-";
-        case lock_kind::read: return "__READ__";
-        case lock_kind::write: return "__WRIT__";
+        case queue_kind::exclusive: return "lock-";
+        case queue_kind::read: return "__READ__";
+        case queue_kind::write: return "__WRIT__";
+        case queue_kind::latch: return "latch-";
     }
     return "lock-";
 }
 
-std::optional<contender> parse_contender(std::string_view child, bool read_write) {
-    // As Curator's StandardLockInternalsDriver: the text after the LAST marker is the sequence.
-    auto try_kind = [&](lock_kind kind) -> std::optional<contender> {
-        std::string_view marker = lock_marker(kind);
+std::optional<contender> parse_contender(std::string_view child, queue_kind family) {
+    // As Curator's drivers: the text after the LAST occurrence of the name is the sequence.
+    auto try_kind = [&](queue_kind kind) -> std::optional<contender> {
+        std::string_view marker = queue_marker(kind);
         std::size_t at = child.rfind(marker);
         if (at == std::string_view::npos) return std::nullopt;
         std::string_view digits = child.substr(at + marker.size());
@@ -27,21 +31,21 @@ std::optional<contender> parse_contender(std::string_view child, bool read_write
         if (ec != std::errc() || end != digits.data() + digits.size()) return std::nullopt;
         return contender{std::string(child), kind, sequence};
     };
-    if (!read_write) return try_kind(lock_kind::exclusive);
-    auto read = try_kind(lock_kind::read);
-    auto write = try_kind(lock_kind::write);
+    if (!is_read_write(family)) return try_kind(family);
+    auto read = try_kind(queue_kind::read);
+    auto write = try_kind(queue_kind::write);
     if (read && write) {
-        // Both markers (a uuid cannot contain them, but be exact): the later one names the node.
-        return child.rfind(lock_marker(lock_kind::read)) > child.rfind(lock_marker(lock_kind::write)) ? read : write;
+        // Both names (a uuid cannot contain them, but be exact): the later one names the node.
+        return child.rfind(queue_marker(queue_kind::read)) > child.rfind(queue_marker(queue_kind::write)) ? read : write;
     }
     return read ? read : write;
 }
 
-std::vector<contender> sorted_contenders(const std::vector<std::string>& children, bool read_write) {
+std::vector<contender> sorted_contenders(const std::vector<std::string>& children, queue_kind family) {
     std::vector<contender> queue;
     queue.reserve(children.size());
     for (const auto& child : children) {
-        if (auto c = parse_contender(child, read_write)) queue.push_back(std::move(*c));
+        if (auto c = parse_contender(child, family)) queue.push_back(std::move(*c));
     }
     std::sort(queue.begin(), queue.end(), [](const contender& a, const contender& b) {
         return a.sequence != b.sequence ? a.sequence < b.sequence : a.name < b.name;
@@ -52,16 +56,16 @@ std::vector<contender> sorted_contenders(const std::vector<std::string>& childre
 decision decide(const std::vector<contender>& queue, std::string_view ours, std::string_view ignore) {
     auto self = std::find_if(queue.begin(), queue.end(), [&](const contender& c) { return c.name == ours; });
     if (self == queue.end()) return {};  // the caller checks presence first
-    if (self->kind == lock_kind::read) {
+    if (self->kind == queue_kind::read) {
         // The thread holding the write lock may read at once (a downgrade): its own write node
         // precedes ours, no writer precedes that, so no one else can hold meanwhile.
         auto own = std::find_if(queue.begin(), self, [&](const contender& c) { return c.name == ignore; });
         if (!ignore.empty() && own != self &&
-            std::none_of(queue.begin(), own, [](const contender& c) { return c.kind != lock_kind::read; }))
+            std::none_of(queue.begin(), own, [](const contender& c) { return c.kind != queue_kind::read; }))
             return {true, {}};
         for (auto it = self; it != queue.begin();) {
             --it;
-            if (it->kind == lock_kind::write && it->name != ignore) return {false, it->name};
+            if (it->kind != queue_kind::read && it->name != ignore) return {false, it->name};
         }
         return {true, {}};
     }
@@ -76,13 +80,18 @@ bool writer_between(const std::vector<contender>& queue, std::string_view first,
     auto a = std::find_if(queue.begin(), queue.end(), [&](const contender& c) { return c.name == first; });
     auto b = std::find_if(queue.begin(), queue.end(), [&](const contender& c) { return c.name == second; });
     if (a == queue.end() || b == queue.end() || a >= b) return false;
-    return std::any_of(a + 1, b, [](const contender& c) { return c.kind != lock_kind::read; });
+    return std::any_of(a + 1, b, [](const contender& c) { return c.kind != queue_kind::read; });
 }
 
 std::string protection_prefix(std::string_view uuid) { return "_c_" + std::string(uuid) + "-"; }
 
 bool has_prefix(std::string_view child, std::string_view prefix) noexcept {
     return child.substr(0, prefix.size()) == prefix;
+}
+
+std::string random_uuid() {
+    thread_local boost::uuids::random_generator generate;
+    return boost::uuids::to_string(generate());
 }
 
 }  // namespace zkr::detail

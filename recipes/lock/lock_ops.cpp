@@ -2,7 +2,7 @@
 #include "zkr/detail/lock_ops.hpp"
 
 #include "lock_engine.hpp"
-#include "owner_data.hpp"
+#include "toolkit/owner_data.hpp"
 #include "zkr/lock_hold.hpp"
 #include "zkr/log.hpp"
 #include "zkr/mutex.hpp"
@@ -18,33 +18,33 @@ namespace zkr::detail {
 namespace asio = boost::asio;
 
 struct hold_access {
-    static lock_hold make(std::shared_ptr<lock_engine> e, std::shared_ptr<hold> h) {
+    static lock_hold make(std::shared_ptr<lock_engine> e, std::shared_ptr<lock_claim> h) {
         return lock_hold(std::move(e), std::move(h));
     }
 };
 
 namespace {
 
-lock_kind kind_of(const lock_target& t, bool write) {
-    if (!t.read_write) return lock_kind::exclusive;
-    return write ? lock_kind::write : lock_kind::read;
+queue_kind kind_of(const lock_target& t, bool write) {
+    if (!t.read_write) return queue_kind::exclusive;
+    return write ? queue_kind::write : queue_kind::read;
 }
 
-std::shared_ptr<hold> my_hold(const lock_target& t, bool write) {
+std::shared_ptr<lock_claim> my_hold(const lock_target& t, bool write) {
     return t.engine->find(t.path, kind_of(t, write), current_thread_owner());
 }
 
 // What an acquisition needs to know; a refused upgrade comes back in `refused`.
-acquire_options options_for(const lock_target& t, bool write, bool wait, bool async, error_code& refused) {
-    acquire_options o;
-    o.lock_path = t.path;
+queue_options options_for(const lock_target& t, bool write, bool wait, bool async, error_code& refused) {
+    queue_options o;
+    o.path = t.path;
     o.kind = kind_of(t, write);
-    o.owner_data = current_owner_data(async);
+    o.data = current_owner_data(async);
     o.wait = wait;
     if (t.read_write && !async) {
         auto me = current_thread_owner();
-        auto read = t.engine->find(t.path, lock_kind::read, me);
-        auto own_write = t.engine->find(t.path, lock_kind::write, me);
+        auto read = t.engine->find(t.path, queue_kind::read, me);
+        auto own_write = t.engine->find(t.path, queue_kind::write, me);
         bool write_live = own_write && t.engine->state_of(*own_write) != lock_state::lost;
         if (write && read && !own_write && t.engine->state_of(*read) != lock_state::lost) {
             // Our own read node would block our write node forever (Curator and kazoo hang here).
@@ -70,7 +70,7 @@ lock_target make_lock_target(client& c, std::string path, bool read_write, const
     if (std::string problem = path_problem(path); !problem.empty())
         throw std::invalid_argument(std::string(who) + ": invalid lock path \"" + path + "\": " + problem);
     if (path == "/") throw std::invalid_argument(std::string(who) + ": the lock path must not be the root \"/\"");
-    return {lock_engine::of(*client_access::impl(c)), std::move(path), read_write};
+    return {lock_engine::of(*port_of(c)), std::move(path), read_write};
 }
 
 bool acquire(const lock_target& t, bool write, bool wait, std::optional<std::chrono::steady_clock::time_point> deadline,
@@ -109,9 +109,9 @@ bool acquire(const lock_target& t, bool write, bool wait, std::optional<std::chr
         throw zkr::system_error(refused, "zkr::shared_mutex \"" + t.path +
                                              "\": release the read lock before taking the write lock");
     }
-    sync_slot<std::shared_ptr<hold>> slot;
+    sync_slot<std::shared_ptr<lock_claim>> slot;
     t.engine->acquire(std::move(options), current_thread_owner(), false, deadline,
-                      [&slot](error_code ec, std::shared_ptr<hold> h) { slot.set(ec, std::move(h)); });
+                      [&slot](error_code ec, std::shared_ptr<lock_claim> h) { slot.set(ec, std::move(h)); });
     error_code ec;
     auto [h] = slot.wait(ec);
     if (h) return true;
@@ -135,11 +135,11 @@ void start_acquire(const lock_target& t, bool write, hold_handler handler) {
     auto options = options_for(t, write, true, true, refused);
     auto engine = t.engine;
     auto a = t.engine->acquire(std::move(options), new_async_owner(), true, std::nullopt,
-                               [done, engine](error_code ec, std::shared_ptr<hold> h) {
+                               [done, engine](error_code ec, std::shared_ptr<lock_claim> h) {
                                    (*done)(ec, h ? hold_access::make(engine, std::move(h)) : lock_hold{});
                                });
     if (slot.is_connected()) {
-        slot.assign([weak = std::weak_ptr<acquisition>(a)](asio::cancellation_type) { lock_engine::cancel(weak.lock()); });
+        slot.assign([weak = std::weak_ptr<lock_engine::runner>(a)](asio::cancellation_type) { lock_engine::cancel(weak.lock()); });
     }
 }
 
@@ -211,7 +211,7 @@ asio::any_io_executor executor(const lock_target& t) { return t.engine->executor
 
 void release_hold(const std::shared_ptr<lock_engine>& e, const std::shared_ptr<hold>& h) noexcept {
     try {
-        e->release_all(h, std::nullopt);
+        e->release_all(std::static_pointer_cast<lock_claim>(h), std::nullopt);
     } catch (...) {
         // Only allocations can throw here; the node then goes with its session.
     }
@@ -219,7 +219,7 @@ void release_hold(const std::shared_ptr<lock_engine>& e, const std::shared_ptr<h
 
 void start_release_hold(const std::shared_ptr<lock_engine>& e, const std::shared_ptr<hold>& h, void_lock_handler handler) {
     if (!e || !h) return post_handler(std::move(handler), asio::system_executor(), make_error_code(errc::not_owner));
-    e->release_all(h, completion<>(std::move(handler), e->executor()));
+    e->release_all(std::static_pointer_cast<lock_claim>(h), completion<>(std::move(handler), e->executor()));
 }
 
 void start_hold_wait_lost(const std::shared_ptr<lock_engine>& e, const std::shared_ptr<hold>& h, void_lock_handler handler) {
@@ -231,8 +231,8 @@ lock_state hold_state(const lock_engine& e, const hold& h) { return e.state_of(h
 std::chrono::steady_clock::time_point hold_valid_until(const lock_engine& e, const hold& h) { return e.valid_until(h); }
 std::int64_t hold_fencing_token(const hold& h) noexcept { return h.czxid; }
 const std::string& hold_node_path(const hold& h) noexcept { return h.node_path; }
-const std::string& hold_lock_path(const hold& h) noexcept { return h.lock_path; }
-bool hold_is_shared(const hold& h) noexcept { return h.kind == lock_kind::read; }
+const std::string& hold_lock_path(const hold& h) noexcept { return h.group; }
+bool hold_is_shared(const hold& h) noexcept { return static_cast<const lock_claim&>(h).kind == queue_kind::read; }
 asio::any_io_executor engine_executor(const lock_engine& e) { return e.executor(); }
 
 }  // namespace zkr::detail

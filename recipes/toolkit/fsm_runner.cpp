@@ -1,0 +1,190 @@
+#include "fsm_runner.hpp"
+
+namespace zkr::detail {
+namespace {
+
+// Replies of requests sent back to back, joined: the last one in hands the lot on.
+template <class Replies>
+struct joined {
+    std::mutex mutex;
+    int pending;
+    Replies replies;
+    explicit joined(int n) : pending(n) {}
+    // Records under the lock; true for the last reply in.
+    template <class Record>
+    bool arrive(Record&& record) {
+        std::lock_guard lock(mutex);
+        record(replies);
+        return --pending == 0;
+    }
+};
+
+}  // namespace
+
+void step_io::send(session_port& port, const step::create_and_list& s, reply_fn done) {
+    // Sent back to back: the server answers a session's requests in order, so the listing
+    // already contains our node. One round trip when uncontended.
+    auto j = std::make_shared<joined<reply::created_and_listed>>(2);
+    port.create(s.path, s.data, create_mode::ephemeral_sequential,
+                completion<create_result>(completion<create_result>::inline_fn([j, done](error_code ec, create_result r) {
+                    if (j->arrive([&](auto& x) {
+                            x.create_error = ec;
+                            x.created = std::move(r);
+                        }))
+                        done(std::move(j->replies));
+                })));
+    port.get_children(s.list, false,
+                      completion<children_result>(completion<children_result>::inline_fn([j, done](error_code ec, children_result r) {
+                          if (j->arrive([&](auto& x) {
+                                  x.list_error = ec;
+                                  x.children = std::move(r.children);
+                              }))
+                              done(std::move(j->replies));
+                      })));
+}
+
+void step_io::send(session_port& port, const step::create_parents& s, reply_fn done) {
+    port.create_parents(s.path, create_mode::container, completion<>(completion<>::inline_fn([done](error_code ec) {
+                            done(reply::parents_created{ec});
+                        })));
+}
+
+void step_io::send(session_port& port, const step::list& s, reply_fn done) {
+    port.get_children(s.path, s.watch,
+                      completion<children_result>(completion<children_result>::inline_fn(
+                          [this, watch = s.watch, done](error_code ec, children_result r) {
+                              if (watch) {
+                                  std::lock_guard lock(mutex_);
+                                  data_watch_.reset();
+                                  child_watch_ = ec ? nullptr : watch_access::state(r.watch);
+                              }
+                              done(reply::listed{ec, std::move(r.children)});
+                          })));
+}
+
+void step_io::send(session_port& port, const step::check_owner& s, reply_fn done) {
+    port.exists(s.node, false, completion<exists_result>(completion<exists_result>::inline_fn([done](error_code ec, exists_result r) {
+                    done(reply::owner{ec, std::move(r)});
+                })));
+}
+
+namespace {
+
+// The replies of a watch step, joined.
+struct watch_replies {
+    error_code data_error, child_error;
+    std::string data;
+    std::shared_ptr<watch_state> data_watch, child_watch;
+};
+
+}  // namespace
+
+void step_io::send(session_port& port, const step::watch& s, reply_fn done) {
+    // Back to back, so waiting costs one round trip. The child watch sees the node go (a
+    // sequence node, being ephemeral, never has children: its child watch fires only when it
+    // goes); the data watch, when the mark is wanted, sees it marked holding — the child watch
+    // still waits for the departure after that.
+    watch_replies kept;
+    {
+        // Set again after one of them fired: the other may still be armed on this node. Keep it
+        // rather than set a second one, which removing ours later would not take off the server.
+        std::lock_guard lock(mutex_);
+        if (s.want_mark && data_watch_ && data_watch_->path == s.node) kept.data_watch = data_watch_;
+        if (child_watch_ && child_watch_->path == s.node) kept.child_watch = child_watch_;
+    }
+    bool send_data = s.want_mark && !kept.data_watch;
+    bool send_child = !kept.child_watch;
+    // + 1: released below, once all are sent.
+    auto j = std::make_shared<joined<watch_replies>>(int(send_data) + int(send_child) + 1);
+    j->replies = std::move(kept);
+    auto port_ref = port.weak_port();
+    auto complete = [this, j, done, port_ref, want_mark = s.want_mark] {
+        auto& x = j->replies;
+        error_code step_error = want_mark ? x.data_error : x.child_error;
+        bool child_set = !x.child_error && x.child_watch;
+        if (step_error && child_set) {
+            // No use for it alone: the step failed. Take it off rather than leave it on the server.
+            if (auto port = port_ref.lock()) port->remove_watch(x.child_watch, completion<>(completion<>::inline_fn([](error_code) {})));
+            child_set = false;
+        }
+        bool data_set = want_mark && !x.data_error;
+        {
+            std::lock_guard lock(mutex_);
+            data_watch_ = data_set ? x.data_watch : nullptr;
+            child_watch_ = child_set ? x.child_watch : nullptr;
+        }
+        done(reply::watch_set{step_error, data_set, data_set ? std::move(x.data) : std::string(), child_set});
+    };
+    if (send_data) {
+        port.get_data(s.node, true, completion<data_result>(completion<data_result>::inline_fn(
+                                        [j, complete](error_code ec, data_result r) {
+                                            if (j->arrive([&](auto& x) {
+                                                    x.data_error = ec;
+                                                    x.data = std::move(r.data);
+                                                    if (!ec) x.data_watch = watch_access::state(r.watch);
+                                                }))
+                                                complete();
+                                        })));
+    }
+    if (send_child) {
+        port.get_children(s.node, true, completion<children_result>(completion<children_result>::inline_fn(
+                                            [j, complete](error_code ec, children_result r) {
+                                                if (j->arrive([&](auto& x) {
+                                                        x.child_error = ec;
+                                                        if (!ec) x.child_watch = watch_access::state(r.watch);
+                                                    }))
+                                                    complete();
+                                            })));
+    }
+    if (j->arrive([](auto&) {})) complete();
+}
+
+void step_io::wait(reply_fn done) {
+    std::shared_ptr<watch_state> data, child;
+    {
+        std::lock_guard lock(mutex_);
+        data = data_watch_;
+        child = child_watch_;
+    }
+    // Registered outside the mutex: a watch that already ended calls back at once.
+    if (data) {
+        data->wait_inline([this, w = data.get(), done](error_code ec, const watch_event& ev) { fired(w, false, ec, ev, done); });
+    }
+    if (child) {
+        child->wait_inline([this, w = child.get(), done](error_code ec, const watch_event& ev) { fired(w, true, ec, ev, done); });
+    }
+}
+
+void step_io::fired(const watch_state* w, bool child_watch, error_code ec, const watch_event& ev, const reply_fn& done) {
+    {
+        std::lock_guard lock(mutex_);
+        auto& mine = child_watch ? child_watch_ : data_watch_;
+        if (mine.get() != w) return;  // not (or no longer) a watch of the current step
+        mine.reset();
+        // A departure or a lost session ends both watches: pass that on once.
+        if (ec || ev.type == event_type::deleted) {
+            data_watch_.reset();
+            child_watch_.reset();
+        }
+    }
+    done(reply::watch_fired{ec, ev.type, child_watch});
+}
+
+void step_io::remove(session_port& port, reply_fn done) {
+    std::vector<std::shared_ptr<watch_state>> armed;
+    {
+        std::lock_guard lock(mutex_);
+        for (auto* w : {&data_watch_, &child_watch_}) {
+            if (*w) armed.push_back(std::exchange(*w, nullptr));
+        }
+    }
+    if (armed.empty()) return done(reply::watch_removed{});
+    auto pending = std::make_shared<std::atomic<int>>(static_cast<int>(armed.size()));
+    for (auto& ws : armed) {
+        port.remove_watch(ws, completion<>(completion<>::inline_fn([pending, done](error_code) {
+                              if (--*pending == 0) done(reply::watch_removed{});
+                          })));
+    }
+}
+
+}  // namespace zkr::detail

@@ -1,0 +1,215 @@
+#include "hold.hpp"
+
+#include "zkr/log.hpp"
+
+#include <boost/asio/post.hpp>
+
+namespace zkr::detail {
+namespace asio = boost::asio;
+
+hold_registry::hold_registry(session_port& port) : port_(port.weak_port()), executor_(port.executor()) {}
+
+void hold_registry::attach() {
+    auto port = port_.lock();
+    if (!port) return;
+    std::weak_ptr<hold_registry> weak = weak_from_this();
+    // On the session thread, as the session layer learns of it: a lost session's holds are lost
+    // before any user code runs, however busy the user's executor is.
+    session_subscription_ = port->on_session_event([weak](const session_event& ev) {
+        if (auto self = weak.lock()) self->on_session(ev);
+    });
+}
+
+void hold_registry::add(const std::shared_ptr<hold>& h) {
+    {
+        std::lock_guard lock(mutex_);
+        holds_.insert(h);
+    }
+    watch_node(h);
+}
+
+void hold_registry::watch_node(const std::shared_ptr<hold>& h) {
+    auto port = port_.lock();
+    if (!port) return;
+    std::weak_ptr<hold_registry> weak_self = weak_from_this();
+    std::weak_ptr<hold> weak_hold = h;
+    // A child watch: the node is ephemeral and has no children, so it fires only when the node
+    // goes — not when someone writes its data (the holding mark, Curator's Revoker).
+    port->get_children(h->node_path, true,
+                       completion<children_result>(completion<children_result>::inline_fn(
+                           [weak_self, weak_hold](error_code ec, children_result r) {
+                               auto self = weak_self.lock();
+                               auto h = weak_hold.lock();
+                               if (!self || !h) return;
+                               if (ec == errc::no_node) return self->on_node_gone(h);
+                               // Any other failure is its session's (reported by session events) or
+                               // the client's closing.
+                               if (ec) return;
+                               auto ws = watch_access::state(r.watch);
+                               {
+                                   std::lock_guard lock(self->mutex_);
+                                   if (h->released || h->lost) return;  // the watch ends with the node
+                                   h->node_watch = ws;
+                               }
+                               ws->wait_inline([weak_self, weak_hold](error_code wec, const watch_event& ev) {
+                                   auto self = weak_self.lock();
+                                   auto h = weak_hold.lock();
+                                   if (!self || !h) return;
+                                   if (!wec && ev.type == event_type::deleted) return self->on_node_gone(h);
+                                   if (wec && wec != errc::watch_removed) return;  // the session's end
+                                   // Dropped with another watch of ours on this path: set it again.
+                                   {
+                                       std::lock_guard lock(self->mutex_);
+                                       if (h->released || h->lost) return;
+                                       h->node_watch.reset();
+                                   }
+                                   self->watch_node(h);
+                               });
+                           })));
+}
+
+void hold_registry::on_node_gone(const std::shared_ptr<hold>& h) {
+    {
+        std::lock_guard lock(mutex_);
+        if (h->released || h->lost) return;
+    }
+    ++nodes_deleted_;
+    log::write(log::level::warning, "zkr: the node " + h->node_path +
+                                        " was deleted by someone else while it was held: the hold is lost");
+    report({h}, loss_cause::node_deleted);
+}
+
+void hold_registry::report(std::vector<std::shared_ptr<hold>> candidates, loss_cause cause) {
+    std::vector<completion<>> waiters;
+    std::vector<std::function<void(loss_cause)>> reactions;
+    std::vector<std::pair<std::shared_ptr<listener>, std::string>> calls;
+    {
+        std::lock_guard lock(mutex_);
+        for (auto& h : candidates) {
+            if (h->lost || h->released) continue;
+            h->lost = true;
+            h->cause = cause;
+            ++holds_lost_;
+            for (auto& w : h->lost_waiters) waiters.push_back(std::move(w));
+            h->lost_waiters.clear();
+            if (h->on_lost) reactions.push_back(std::exchange(h->on_lost, {}));
+            auto [first, last] = listeners_.equal_range(h->group);
+            for (auto it = first; it != last; ++it) calls.emplace_back(it->second, h->node_path);
+        }
+    }
+    for (auto& w : waiters) w(make_error_code(errc::lock_lost));
+    for (auto& react : reactions) react(cause);
+    if (calls.empty()) return;
+    asio::post(executor_, [calls = std::move(calls)] {
+        for (auto& [l, node] : calls) {
+            if (!l->active) continue;
+            try {
+                l->fn(node);
+            } catch (const std::exception& e) {
+                log::write(log::level::error, std::string("zkr: a lost-hold handler threw: ") + e.what());
+            }
+        }
+    });
+}
+
+// Runs on the session thread: marks holds and hands the news on, never calling user code here.
+void hold_registry::on_session(const session_event& ev) {
+    if (ev.state != connection_state::lost && ev.state != connection_state::closed &&
+        ev.state != connection_state::connected)
+        return;
+    std::vector<std::shared_ptr<hold>> gone;
+    {
+        std::lock_guard lock(mutex_);
+        for (auto& h : holds_) {
+            // Only the holds of the session this event is about: a late event must never mark a
+            // hold of a newer session lost. A new session means every older one is gone.
+            bool lost = ev.state == connection_state::closed ||
+                        (ev.state == connection_state::lost && h->session == ev.session) ||
+                        (ev.state == connection_state::connected && h->session != ev.session);
+            if (lost) gone.push_back(h);
+        }
+    }
+    report(std::move(gone), loss_cause::session);
+}
+
+bool hold_registry::release(const std::shared_ptr<hold>& h, bool* was_lost) {
+    std::vector<completion<>> waiters;
+    {
+        std::lock_guard lock(mutex_);
+        if (was_lost) *was_lost = h->lost;
+        if (h->released) return false;
+        h->released = true;
+        h->on_lost = {};
+        holds_.erase(h);
+        waiters.swap(h->lost_waiters);
+        h->node_watch.reset();  // it ends with the node's delete (or stays armed on a node kept)
+    }
+    for (auto& w : waiters) w(make_error_code(errc::cancelled));
+    return true;
+}
+
+lock_state hold_registry::state_of(const hold& h) const {
+    {
+        std::lock_guard lock(mutex_);
+        if (h.released) return lock_state::not_held;
+        if (h.lost) return lock_state::lost;
+    }
+    auto port = port_.lock();
+    if (!port) return lock_state::lost;
+    // Live truth, not the last event: the C client's view of the handle, and the lease.
+    switch (port->health(h.session)) {
+        case session_health::live: return lock_state::held;
+        case session_health::suspect: return lock_state::uncertain;
+        case session_health::gone: return lock_state::lost;
+    }
+    return lock_state::lost;
+}
+
+std::chrono::steady_clock::time_point hold_registry::valid_until(const hold& h) const {
+    if (state_of(h) != lock_state::held) return {};
+    auto port = port_.lock();
+    return port ? port->lease_until(h.session) : std::chrono::steady_clock::time_point{};
+}
+
+void hold_registry::wait_lost(const std::shared_ptr<hold>& h, completion<> done) {
+    auto state = state_of(*h);
+    {
+        std::lock_guard lock(mutex_);
+        if (h->released) return done(make_error_code(errc::not_owner));
+        if (!h->lost && state != lock_state::lost) {
+            h->lost_waiters.push_back(std::move(done));
+            return;
+        }
+    }
+    done(make_error_code(errc::lock_lost));
+}
+
+subscription hold_registry::on_lost(const std::string& group, std::function<void(const std::string&)> fn) {
+    auto l = std::make_shared<listener>();
+    l->group = group;
+    l->fn = std::move(fn);
+    {
+        std::lock_guard lock(mutex_);
+        listeners_.emplace(group, l);
+    }
+    return subscription([weak = weak_from_this(), l] {
+        l->active = false;
+        if (auto self = weak.lock()) {
+            std::lock_guard lock(self->mutex_);
+            auto [first, last] = self->listeners_.equal_range(l->group);
+            for (auto it = first; it != last; ++it) {
+                if (it->second == l) {
+                    self->listeners_.erase(it);
+                    break;
+                }
+            }
+        }
+    });
+}
+
+std::size_t hold_registry::size() const {
+    std::lock_guard lock(mutex_);
+    return holds_.size();
+}
+
+}  // namespace zkr::detail

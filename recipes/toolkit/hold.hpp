@@ -1,0 +1,112 @@
+// A hold: a recipe's claim that stands on one node of ours — a lock hold, a semaphore lease, a
+// latch's leadership. It stands while the node's session lives and the node exists, and the
+// hold registry (one per client) says so, live: held, uncertain (the connection is suspect), or
+// lost — with its session, or as soon as anyone deletes its node (an operator, a cleanup script,
+// `zklock release-stale` aimed at the wrong session): every hold watches its own node.
+//
+// Loss is learned on the session thread (session events) or on the C client's completion thread
+// (the node's watch); the registry marks the hold lost there, before any user code hears of it,
+// then completes the waiters and posts the listeners to the client's executor.
+#pragma once
+
+#include "live_objects.hpp"
+#include "session_port.hpp"
+#include "zkr/lock_types.hpp"
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace zkr::detail {
+
+/// Why a hold stopped standing.
+enum class loss_cause {
+    none,
+    session,       ///< its session is gone (expired, given up) or the client closed
+    node_deleted,  ///< its node was deleted by someone else while it stood
+};
+
+struct hold {
+    hold(std::string group, std::string node_path, std::int64_t session, std::int64_t czxid)
+        : group(std::move(group)), node_path(std::move(node_path)), session(session), czxid(czxid) {}
+    virtual ~hold() = default;
+    hold(const hold&) = delete;
+    hold& operator=(const hold&) = delete;
+
+    const std::string group;      ///< what on_lost listeners subscribe to: the lock path, the latch path...
+    const std::string node_path;  ///< the node it stands on
+    const std::int64_t session;   ///< the session that made the node
+    const std::int64_t czxid;     ///< the node's czxid: the fencing token
+
+    // Guarded by the registry's mutex.
+    bool lost = false;
+    bool released = false;
+    loss_cause cause = loss_cause::none;
+    std::vector<completion<>> lost_waiters;
+    /// The recipe's own reaction to the loss (a latch rejoins): runs once, on the thread that
+    /// learns of it, outside every lock; must not block nor call user code. Set before add().
+    std::function<void(loss_cause)> on_lost;
+    std::shared_ptr<watch_state> node_watch;
+
+private:
+    live_counter<&live_objects::holds> counted_;
+};
+
+class hold_registry : public std::enable_shared_from_this<hold_registry> {
+public:
+    explicit hold_registry(session_port& port);
+    void attach();  // per_client(): subscribes to session events
+    static std::shared_ptr<hold_registry> of(session_port& port) { return per_client<hold_registry>(port); }
+
+    /// Starts reporting `h`, and watches its node: the watch is sent now, after anything the
+    /// caller sent for that node before (the holding mark), costing no round trip on the way to
+    /// the hold. A node already gone makes the hold lost at once.
+    void add(const std::shared_ptr<hold>& h);
+    /// Stops reporting `h`, before its node is deleted: its waiters complete with
+    /// errc::cancelled. False if it was released already. `was_lost`: it had been lost.
+    bool release(const std::shared_ptr<hold>& h, bool* was_lost = nullptr);
+
+    /// Read live: not_held once released; lost once lost; else the session's health.
+    lock_state state_of(const hold& h) const;
+    /// The session's lease while state_of() is held; the epoch otherwise.
+    std::chrono::steady_clock::time_point valid_until(const hold& h) const;
+    /// Completes with errc::lock_lost when `h` is lost, errc::cancelled when released first,
+    /// errc::not_owner if it was released already.
+    void wait_lost(const std::shared_ptr<hold>& h, completion<> done);
+    /// Calls `fn(node path)` on the client's executor when a hold of `group` is lost.
+    subscription on_lost(const std::string& group, std::function<void(const std::string&)> fn);
+
+    std::uint64_t holds_lost() const noexcept { return holds_lost_.load(); }
+    std::uint64_t nodes_deleted_under_holds() const noexcept { return nodes_deleted_.load(); }
+    /// Holds reported now (tests).
+    std::size_t size() const;
+
+private:
+    struct listener {
+        std::string group;
+        std::function<void(const std::string&)> fn;
+        std::atomic<bool> active{true};
+    };
+
+    void on_session(const session_event& ev);
+    void watch_node(const std::shared_ptr<hold>& h);
+    void on_node_gone(const std::shared_ptr<hold>& h);
+    /// Marks `lost` (under the mutex already), then tells everyone outside it.
+    void report(std::vector<std::shared_ptr<hold>> lost, loss_cause cause);
+
+    std::weak_ptr<session_port> port_;
+    boost::asio::any_io_executor executor_;  // kept: the client may be gone by the time handlers run
+    subscription session_subscription_;
+
+    mutable std::mutex mutex_;  // a leaf: nothing is taken or called under it
+    std::set<std::shared_ptr<hold>> holds_;
+    std::multimap<std::string, std::shared_ptr<listener>> listeners_;
+    std::atomic<std::uint64_t> holds_lost_{0}, nodes_deleted_{0};
+};
+
+}  // namespace zkr::detail

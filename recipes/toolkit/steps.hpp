@@ -1,0 +1,103 @@
+// The vocabulary shared by the recipes' sans-io state machines and the one driver that runs them
+// (fsm_runner.hpp): the requests a machine asks for (steps) and what comes back (replies). A
+// machine never does I/O; fsm_runner sends each step to the session and feeds back its reply,
+// and the fault harness of the unit tests sends them to a model server with a failure injected
+// at any step.
+#pragma once
+
+#include "zkr/error.hpp"
+#include "zkr/types.hpp"
+
+#include <cassert>
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace zkr::detail {
+
+/// What a machine asks for next. Each step carries only what belongs to it.
+namespace step {
+struct none {};  ///< nothing to send now: a reply is still due
+/// create `path` + sequence (ephemeral, with `data`), then list `list`, back to back: the server
+/// answers a session's requests in order, so the listing already shows the new node.
+struct create_and_list {
+    std::string path;
+    std::string data;
+    std::string list;
+};
+struct create_parents { std::string path; };  ///< create `path` and its ancestors (containers)
+/// list `path`; with `watch`, leave a child watch on it (waited for by a later `wait`).
+struct list {
+    std::string path;
+    bool watch = false;
+};
+struct check_owner { std::string node; };  ///< exists(node): which session made it
+/// get_children(node) leaving a child watch (a sequence node is ephemeral and has no children:
+/// it fires only when the node goes) and, if `want_mark`, get_data(node) leaving a data watch
+/// sent right before it (it fires when the node's data changes, or it goes). Then watch_set.
+struct watch {
+    std::string node;
+    bool want_mark = true;
+};
+struct wait { std::string node; };          ///< wait for the watches the last `watch` or `list` left
+struct remove_watch { std::string node; };  ///< remove what is left of them, then watch_removed
+}  // namespace step
+
+/// What comes back, for each step.
+namespace reply {
+struct created_and_listed {
+    error_code create_error;
+    create_result created;
+    error_code list_error;
+    std::vector<std::string> children;
+};
+struct parents_created { error_code error; };
+struct listed {
+    error_code error;
+    std::vector<std::string> children;
+};
+struct owner {
+    error_code error;
+    exists_result result;
+};
+/// A `watch` step's replies: `error` is the get_data's if the mark was wanted, else the
+/// get_children's; `data` is the node's data when it was read.
+struct watch_set {
+    error_code error;
+    bool data_read = false;
+    std::string data;
+    bool child_watch_set = false;
+};
+/// A watch of the last `watch` (or watched `list`) step fired, or ended with an error (its
+/// session lost, or removed). `child_watch`: the child watch (else the data watch).
+struct watch_fired {
+    error_code error;
+    event_type type = event_type::not_watching;
+    bool child_watch = false;
+};
+struct watch_removed {};
+}  // namespace reply
+
+using any_reply = std::variant<reply::created_and_listed, reply::parents_created, reply::listed, reply::owner,
+                               reply::watch_set, reply::watch_fired, reply::watch_removed>;
+
+/// A machine's answer: the next step (or its own `Done`), and our own nodes to delete first
+/// (guaranteed, ordered before the step's requests).
+template <class Done>
+struct basic_action {
+    std::variant<step::none, step::create_and_list, step::create_parents, step::list, step::check_owner, step::watch,
+                 step::wait, step::remove_watch, Done>
+        next;
+    std::vector<std::string> deletes;
+
+    template <class Step>
+    bool is() const noexcept { return std::holds_alternative<Step>(next); }
+    template <class Step>
+    const Step& as() const {
+        assert(is<Step>());
+        return std::get<Step>(next);
+    }
+};
+
+}  // namespace zkr::detail
