@@ -185,9 +185,9 @@ command_line parse_run(const std::vector<std::string>& all_args) {
         ("connect-timeout", po::value<duration_value>()->value_name("D")->default_value({std::chrono::seconds(15)}, "15s"),
          "give up when no connection comes within D, or within --timeout if shorter (exit 69)")
         ("lost-signal", po::value<signal_value>()->value_name("SIG")->default_value({SIGTERM}, "TERM"),
-         "signal sent to the command when the lock is lost while it runs")
+         "signal sent to COMMAND's process group when the lock is lost while it runs, or zklock ends before it")
         ("grace", po::value<duration_value>()->value_name("D")->default_value({std::chrono::seconds(10)}, "10s"),
-         "then SIGKILL after D if it is still running");
+         "then SIGKILL after D to what is still running");
     auto connection = connection_description();
     po::options_description hidden;
     hidden.add_options()
@@ -208,10 +208,21 @@ command_line parse_run(const std::vector<std::string>& all_args) {
                 "--shared), runs COMMAND (no shell), releases the lock when it exits, and exits with its\n"
                 "status (128+N if it died of signal N). COMMAND's environment gets ZKLOCK_PATH, ZKLOCK_NODE\n"
                 "(our lock node) and ZKLOCK_FENCING_TOKEN (its czxid: ensemble-wide and increasing).\n"
-                "SIGINT, SIGTERM and SIGHUP sent to zklock are forwarded to COMMAND; while still waiting\n"
-                "they cancel the wait (no lock node is left). If the lock is lost while COMMAND runs (the\n"
-                "session expired), COMMAND gets --lost-signal, then SIGKILL after --grace, and zklock\n"
-                "exits 70.",
+                "\n"
+                "COMMAND runs in a process group of its own, which gets every signal that would end zklock\n"
+                "(SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF, SIGIO,\n"
+                "SIGPWR, SIGSTKFLT, the real-time signals; Ctrl-C and Ctrl-\\ at a terminal too). While\n"
+                "zklock still waits for the lock, such a signal cancels the wait instead (no lock node is\n"
+                "left) and zklock exits 128+N. Ctrl-Z stops COMMAND's group and zklock, and fg continues\n"
+                "both, as with any job; a COMMAND that reads the terminal is given it.\n"
+                "\n"
+                "If the lock is lost while COMMAND runs (the session expired), its group gets --lost-signal,\n"
+                "then SIGKILL after --grace, and zklock exits 70. If zklock itself ends while COMMAND runs\n"
+                "(kill -9, the OOM killer, a crash, SIGPIPE), a watchdog process does the same, so that\n"
+                "nothing runs on without the lock. Not covered: a zklock frozen or stopped (SIGSTOP) for\n"
+                "longer than its session timeout, its command running on meanwhile; and processes that\n"
+                "leave the group (setsid, setpgid: daemons, interactive shells). What COMMAND leaves\n"
+                "running in the group when it exits runs on, without the lock.",
                 {&own, &connection})};
     }
     run_options o;

@@ -69,14 +69,15 @@ bool supervise(event_loop& loop, zkr::lock_hold& hold, command_process& command,
     bool lost_handled = false;
     asio::steady_timer grace(loop.context());
     std::uint64_t child_events_seen = 0;
+    // Ctrl-Z stops the command's group and zklock, as it would stop a job of a shell.
+    loop.on_stop_request([&command] { command.stop_with_command(); });
     // Its exit may have come before the loop first looks: reap first, then wait for SIGCHLDs.
     while (!command.try_reap()) {
         loop.run_until([&] { return (lost->done && !lost_handled) || loop.child_events() != child_events_seen; });
         child_events_seen = loop.child_events();
-        while (auto s = loop.take_signal()) {
-            // Ctrl-C on a terminal already reached the command (same process group): once is enough.
-            if (!s->from_terminal) command.signal(s->number);
-        }
+        // The command's group is not zklock's: what zklock gets (Ctrl-C at the terminal too, when
+        // zklock's group has it), the group gets.
+        while (auto s = loop.take_signal()) command.signal(s->number);
         if (lost->done && !lost_handled) {
             lost_handled = true;
             if (lost->error != zkr::errc::lock_lost) continue;  // released first: cannot be while it runs
@@ -84,12 +85,14 @@ bool supervise(event_loop& loop, zkr::lock_hold& hold, command_process& command,
                       << describe_command(o) << "' ran: sending it " << signal_name(o.lost_signal) << ", SIGKILL in "
                       << format_duration(o.grace) << std::endl;
             command.signal(o.lost_signal);
+            command.signal(SIGCONT);  // a stopped command must be able to act on it
             grace.expires_after(o.grace);
             grace.async_wait([&command](boost::system::error_code ec) {
                 if (!ec && command.running()) command.signal(SIGKILL);
             });
         }
     }
+    loop.on_stop_request({});
     return lost_handled && lost->error == zkr::errc::lock_lost;
 }
 
@@ -111,11 +114,17 @@ int run_command(const run_options& o) {
     if (hold.state() == zkr::lock_state::lost)
         throw failure(exit_code::lock_lost, "lost the lock on " + o.path + " before '" + describe_command(o) + "' started");
 
-    command_process command(program, o.command,
-                            {{"ZKLOCK_PATH", o.path},
-                             {"ZKLOCK_NODE", hold.node_path()},
-                             {"ZKLOCK_FENCING_TOKEN", std::to_string(hold.fencing_token())}});
+    command_process command({.program = program,
+                             .argv = o.command,
+                             .environment = {{"ZKLOCK_PATH", o.path},
+                                             {"ZKLOCK_NODE", hold.node_path()},
+                                             {"ZKLOCK_FENCING_TOKEN", std::to_string(hold.fencing_token())}},
+                             .end_signal = o.lost_signal,
+                             .grace = o.grace,
+                             .description = describe_command(o),
+                             .lock_path = o.path});
     bool lost = supervise(loop, hold, command, o);
+    command.dismiss_watchdog();
     if (lost)
         throw failure(exit_code::lock_lost,
                       "the lock on " + o.path + " was lost while '" + describe_command(o) + "' ran; it " + command.describe_exit());

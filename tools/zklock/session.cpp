@@ -65,7 +65,7 @@ void fail_with(const zkr::error_code& ec, const std::string& doing) {
 }
 
 void fail_interrupted(event_loop& loop, const std::string& doing) {
-    int number = loop.take_signal().value_or(received_signal{SIGINT, false}).number;
+    int number = loop.take_signal().value_or(received_signal{SIGINT}).number;
     throw failure(signal_exit_status(number), doing + ": interrupted by " + signal_name(number));
 }
 
