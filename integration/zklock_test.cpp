@@ -425,6 +425,52 @@ TEST_CASE("zklock run --timeout while another holds: the timeout code, and no no
     CHECK(holder.wait() == 7);
 }
 
+TEST_CASE("zklock run --timeout 0 takes the lock only if it is free at once, like flock -n", "[zklock]") {
+    scratch_dir dir;
+    std::string path = unique_path("zklock-timeout-zero");
+    zkr::client observer(test_options(test_connect_string()));
+    zklock_process holder(run_args(path, holding_command(dir, "holder"), {"--shared"}), dir);
+    std::string held = started_node(dir, "holder");
+
+    // Held by another: 75 at once, not a connection failure, and no node left.
+    auto start = clock_type::now();
+    zklock_process refused(run_args(path, holding_command(dir, "refused"), {"--timeout", "0"}), dir);
+    CHECK(refused.wait() == exit_timed_out);
+    CHECK(ms_since(start) < 5000);
+    INFO("stderr: " << refused.error_output());
+    CHECK(refused.error_output().find(path) != std::string::npos);
+    CHECK(refused.error_output().find("--timeout 0") != std::string::npos);
+    CHECK_FALSE(file_exists(dir / "refused.node"));
+    CHECK(queue_of(observer, path) == std::vector<std::string>{node_name(held)});
+
+    // Free for a reader beside the reader: it runs, with the lock's environment.
+    zklock_process reader(run_args(path, holding_command(dir, "reader"), {"--shared", "--timeout", "0"}), dir);
+    std::string reader_node = started_node(dir, "reader");
+    CHECK(trimmed(read_file(dir / "reader.token")) == std::to_string(observer.exists(reader_node).stat.czxid));
+    touch(dir / "reader.go");
+    CHECK(reader.wait() == 7);
+    touch(dir / "holder.go");
+    CHECK(holder.wait() == 7);
+
+    // A free lock: the command runs and its status comes back.
+    zklock_process free_run(run_args(path, {"/bin/sh", "-c", "exit 4"}, {"--timeout", "0"}), dir);
+    CHECK(free_run.wait() == 4);
+    CHECK(eventually([&] { return queue_length(observer, path) == 0; }));
+}
+
+TEST_CASE("zklock run --timeout 0: the connection is still waited for, within --connect-timeout", "[zklock]") {
+    scratch_dir dir;
+    std::string nowhere = "127.0.0.1:" + std::to_string(unused_port());
+    auto start = clock_type::now();
+    zklock_process run({"run", "--connect", nowhere, "--timeout", "0", "--connect-timeout", "2s", "/zklock-test/unreachable",
+                        "--", "true"},
+                       dir);
+    CHECK(run.wait() == exit_unavailable);
+    CHECK(ms_since(start) >= 2000);
+    CHECK(ms_since(start) < 8000);
+    CHECK(run.error_output().find(nowhere) != std::string::npos);
+}
+
 TEST_CASE("zklock run: SIGTERM while waiting cancels the wait and leaves no node", "[zklock]") {
     scratch_dir dir;
     std::string path = unique_path("zklock-cancel");
@@ -616,12 +662,12 @@ TEST_CASE("zklock run at a terminal: Ctrl-Z stops the job, command included, fg 
     std::string path = unique_path("zklock-job-control");
     zkr::client observer(test_options(test_connect_string()));
     leftover_killer cleanup({dir / "child.pid"});
-    write_file(dir / "looping.sh",
+    // One process that never forks: caught between fork and exec, a shell shows 'D', not 'T'.
+    write_file(dir / "sleeping.sh",
                "dir=$1\n"
-               "trap 'echo INT >> \"$dir/int.mark\"; exit 3' INT\n"
                "echo $$ > \"$dir/child.pid.tmp\"; mv \"$dir/child.pid.tmp\" \"$dir/child.pid\"\n"
-               "while :; do sleep 0.05; done\n");
-    auto shell = job_control_shell_for(dir, run_args(path, {"/bin/sh", dir / "looping.sh", dir.path()}));
+               "exec sleep 300\n");
+    auto shell = job_control_shell_for(dir, run_args(path, {"/bin/sh", dir / "sleeping.sh", dir.path()}));
     if (!shell) {
         WARN("python3 with pty and termios is not installed: skipped");
         return;
@@ -644,8 +690,7 @@ TEST_CASE("zklock run at a terminal: Ctrl-Z stops the job, command included, fg 
     // Ctrl-C reaches zklock, which passes it on to the command's group (not the same one).
     shell->write_line("key ^C");
     shell->write_line("wait");
-    CHECK(shell->read_line() == std::optional<std::string>("exited 3"));
-    CHECK(trimmed(read_file(dir / "int.mark")) == "INT");
+    CHECK(shell->read_line() == std::optional<std::string>("exited " + std::to_string(128 + SIGINT)));
     CHECK(eventually([&] { return queue_length(observer, path) == 0; }));
     shell->close_input();
     CHECK(shell->wait() == 0);
@@ -698,7 +743,8 @@ TEST_CASE("zklock: an unreachable ensemble gives the unavailable code within the
     std::string nowhere = "127.0.0.1:" + std::to_string(unused_port());
 
     auto start = clock_type::now();
-    zklock_process run({"run", "--connect", nowhere, "--timeout", "2s", "/zklock-test/unreachable", "--", "true"}, dir);
+    // --connect-timeout bounds the connection (--timeout is the wait for the lock, once connected).
+    zklock_process run({"run", "--connect", nowhere, "--connect-timeout", "2s", "/zklock-test/unreachable", "--", "true"}, dir);
     CHECK(run.wait() == exit_unavailable);
     CHECK(ms_since(start) < 6000);
     CHECK(run.error_output().find(nowhere) != std::string::npos);

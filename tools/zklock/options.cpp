@@ -181,9 +181,10 @@ command_line parse_run(const std::vector<std::string>& all_args) {
     own.add_options()
         ("shared", "take the lock shared (its read side) instead of exclusive (its write side)")
         ("timeout", po::value<duration_value>()->value_name("D"),
-         "give up waiting for the lock after D (exit 75); default: wait as long as it takes")
+         "give up waiting for the lock after D, counted once connected (exit 75); 0: take it only if "
+         "it is free at once, like flock -n; default: wait as long as it takes")
         ("connect-timeout", po::value<duration_value>()->value_name("D")->default_value({std::chrono::seconds(15)}, "15s"),
-         "give up when no connection comes within D, or within --timeout if shorter (exit 69)")
+         "give up when no connection comes within D (exit 69), whatever --timeout is")
         ("lost-signal", po::value<signal_value>()->value_name("SIG")->default_value({SIGTERM}, "TERM"),
          "signal sent to COMMAND's process group when the lock is lost while it runs, or zklock ends before it")
         ("grace", po::value<duration_value>()->value_name("D")->default_value({std::chrono::seconds(10)}, "10s"),
