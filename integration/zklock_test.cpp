@@ -756,6 +756,65 @@ TEST_CASE("zklock: an unreachable ensemble gives the unavailable code within the
     CHECK(status.error_output().find(nowhere) != std::string::npos);
 }
 
+// The lines of what a zklock process wrote on stderr.
+std::vector<std::string> error_lines(const zklock_process& p) {
+    std::vector<std::string> lines;
+    std::istringstream text(p.error_output());
+    for (std::string line; std::getline(text, line);) lines.push_back(line);
+    return lines;
+}
+
+TEST_CASE("zklock under a chroot that does not exist: the usage code and one line naming the chroot", "[zklock]") {
+    scratch_dir dir;
+    std::string chroot = unique_path("zklock-no-such-chroot");
+    std::string connect = test_connect_string() + chroot;
+    {
+        zkr::client observer(test_options(test_connect_string()));
+        REQUIRE_FALSE(observer.exists(chroot).exists);
+    }
+
+    zklock_process status({"status", "--connect", connect, "/locks/a"}, dir);
+    std::string out;
+    while (auto line = status.read_line(10s)) out += *line + "\n";
+    CHECK(status.wait() == exit_usage);
+    CHECK(out.empty());  // not "nobody holds or waits"
+    auto lines = error_lines(status);
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].find("\"" + chroot + "\"") != std::string::npos);
+    CHECK(lines[0].find("does not exist") != std::string::npos);
+
+    zklock_process run({"run", "--connect", connect, "/locks/a", "--", "/bin/sh", "-c", "touch " + shell_quote(dir / "ran")}, dir);
+    CHECK(run.wait() == exit_usage);
+    lines = error_lines(run);
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].find("\"" + chroot + "\"") != std::string::npos);
+    CHECK_FALSE(file_exists(dir / "ran"));
+
+    zklock_process watch({"watch", "--connect", connect, "/locks/a"}, dir);
+    CHECK(watch.wait() == exit_usage);  // not a wait, for ever, for a node nobody can make
+    lines = error_lines(watch);
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].find("\"" + chroot + "\"") != std::string::npos);
+}
+
+TEST_CASE("zklock: host names that do not resolve give the unavailable code, one line that says DNS", "[zklock]") {
+    scratch_dir dir;
+    std::string nowhere = "no-such-host.invalid:2181";  // .invalid never resolves (RFC 2606)
+
+    zklock_process status({"status", "--connect", nowhere, "--timeout", "2s", "/locks/a"}, dir);
+    CHECK(status.wait() == exit_unavailable);
+    auto lines = error_lines(status);
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].find("no-such-host.invalid") != std::string::npos);
+    CHECK(lines[0].find("DNS") != std::string::npos);
+
+    zklock_process run({"run", "--connect", nowhere, "--connect-timeout", "2s", "/locks/a", "--", "true"}, dir);
+    CHECK(run.wait() == exit_unavailable);
+    lines = error_lines(run);
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].find("DNS") != std::string::npos);
+}
+
 TEST_CASE("zklock: bad paths and arguments give the usage code and name what is wrong", "[zklock]") {
     scratch_dir dir;
     std::string connect = test_connect_string();
