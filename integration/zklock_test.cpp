@@ -345,6 +345,13 @@ TEST_CASE("zklock --version and --help", "[zklock]") {
     CHECK(text.find("process group of its own") != std::string::npos);
     CHECK(text.find("watchdog") != std::string::npos);
     CHECK(text.find("Not covered") != std::string::npos);
+
+    zklock_process status_help({"status", "--help"}, dir);
+    text.clear();
+    while (auto line = status_help.read_line(5s)) text += *line + "\n";
+    CHECK(status_help.wait() == 0);
+    CHECK(text.find("\\xNN") != std::string::npos);  // how node data is escaped
+    CHECK(text.find("--json") != std::string::npos);
 }
 
 TEST_CASE("zklock run returns the command's status and exports the fencing token and node", "[zklock]") {
@@ -965,6 +972,52 @@ TEST_CASE("zklock status shows a lock Curator holds, its data raw", "[zklock]") 
     curator.write_line("release");
     CHECK(curator.read_line() == std::optional<std::string>("released"));
     CHECK(curator.wait() == 0);
+}
+
+TEST_CASE("zklock status escapes node data: one line per node in text, valid JSON for any bytes", "[zklock]") {
+    scratch_dir dir;
+    std::string connect = test_connect_string();
+    std::string path = unique_path("zklock-escapes");
+    zkr::client writer(test_options(connect));
+    writer.create_parents(path);
+    // A zkr owner whose host has a line break in it, and another client's data with control
+    // characters, UTF-8, a C1 control, bytes that are not UTF-8 (a lone continuation byte, an
+    // encoded surrogate, an overlong form), a quote and a backslash.
+    const std::string host = "evil\nhost";
+    const std::string data = std::string("a\nb\tc\x01\x7f") + "\xc3\xa9" + "\xc2\x9b" + "\xff" + "\xed\xa0\x80" + "\xe0\x80\x80" + "\"\\";
+    auto holder = writer.create(path + "/_c_11111111-2222-3333-4444-555555555555-__WRIT__", "zkr:1;host=" + host + ";pid=42;thread=7",
+                                zkr::create_mode::ephemeral_sequential).path;
+    auto waiter = writer.create(path + "/_c_66666666-7777-8888-9999-000000000000-__READ__", data,
+                                zkr::create_mode::ephemeral_sequential).path;
+
+    zklock_process status({"status", "--connect", connect, path}, dir);
+    std::vector<std::string> lines;
+    while (auto line = status.read_line(10s)) lines.push_back(*line);
+    CHECK(status.wait() == 0);
+    REQUIRE(lines.size() == 4);  // summary, column names, two nodes: nothing broke a line
+    CHECK(lines[2].find("host=evil\\nhost pid=42 thread=7") != std::string::npos);
+    CHECK(lines[2].find(node_name(holder)) != std::string::npos);
+    CHECK(lines[3].find(R"(data "a\nb\tc\x01\x7f)" "\xc3\xa9" R"(\xc2\x9b\xff\xed\xa0\x80\xe0\x80\x80\"\\")") != std::string::npos);
+    CHECK(lines[3].find(node_name(waiter)) != std::string::npos);
+
+    // JSON: strict UTF-8 that a JSON parser takes; text as is, the rest as \u00XX (its Latin-1 reading).
+    zklock_process json({"status", "--json", "--connect", connect, path}, dir);
+    auto object = json.read_line(10s);
+    CHECK(json.wait() == 0);
+    REQUIRE(object);
+    write_file(dir / "status.json", *object);
+    const std::string check =
+        "import json, sys\n"
+        "o = json.loads(open(sys.argv[1], 'rb').read().decode('utf-8'))\n"
+        "n = o['nodes']\n"
+        "assert n[0]['owner']['host'] == 'evil\\nhost', n[0]\n"
+        "assert n[1]['data'] == 'a\\nb\\tc\\x01\\x7f\\u00e9\\u009b\\u00ff\\u00ed\\u00a0\\u0080\\u00e0\\u0080\\u0080\"\\\\', repr(n[1]['data'])\n"
+        "print('ok')\n";
+    write_file(dir / "check.py", check);
+    child_process parse("/usr/bin/python3 " + shell_quote(dir / "check.py") + " " + shell_quote(dir / "status.json") + " 2>&1");
+    std::string said;
+    while (auto line = parse.read_line(10s)) said += *line + "\n";
+    CHECK(said == "ok\n");
 }
 
 TEST_CASE("zklock status reads kazoo's lock nodes", "[zklock]") {

@@ -263,8 +263,15 @@ command_line parse_status(const std::vector<std::string>& args) {
             "zklock status [options] PATH",
             "Shows the queue of the lock on PATH: holders first, then waiters, each with its node,\n"
             "sequence, reader or writer, owner (host, pid and thread for zkr's nodes; other clients'\n"
-            "node data raw), session id (the node's ephemeral owner) and age. Reads zkr's, Curator's\n"
-            "(InterProcessMutex, InterProcessReadWriteLock) and kazoo's (Lock, ReadLock, WriteLock) nodes.",
+            "node data, quoted), session id (the node's ephemeral owner) and age. Reads zkr's, Curator's\n"
+            "(InterProcessMutex, InterProcessReadWriteLock) and kazoo's (Lock, ReadLock, WriteLock) nodes.\n"
+            "\n"
+            "Text from ZooKeeper (node data, owner fields, node names) is escaped, so that each node\n"
+            "takes one line and nothing in it acts on the terminal: \\\" and \\\\ for a quote and a\n"
+            "backslash, \\n \\r \\t, and \\xNN for each byte of a control character (C0, DEL, C1,\n"
+            "Unicode's bidirectional and line separator controls) or of anything that is not\n"
+            "well-formed UTF-8; other UTF-8 text as is. --json gives the data unescaped, as JSON that is\n"
+            "valid (and UTF-8) whatever the bytes: a byte that is not UTF-8 as \\u00XX, its Latin-1 reading.",
             {&own, &connection})};
     status_options o;
     o.path = required_path("status", parsed.values);
