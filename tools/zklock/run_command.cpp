@@ -140,7 +140,7 @@ bool supervise(event_loop& loop, held_lock& hold, command_process& command, cons
             lost_handled = true;
             if (lost->error != zkr::errc::lock_lost) continue;  // released first: cannot be while it runs
             std::cerr << "zklock: lost the lock on " << o.path << " (its ZooKeeper session ended) while '"
-                      << describe_command(o) << "' ran: sending it " << signal_name(o.lost_signal) << ", SIGKILL in "
+                      << describe_command(o) << "' ran: sending its process group " << signal_name(o.lost_signal) << ", SIGKILL in "
                       << format_duration(o.grace) << std::endl;
             command.signal(o.lost_signal);
             command.signal(SIGCONT);  // a stopped command must be able to act on it
