@@ -35,10 +35,6 @@ std::unique_ptr<zkr::client> make_client(const connection_options& c, std::optio
     }
 }
 
-}  // namespace
-
-namespace {
-
 // What the library said, without the error code's own text that system_error appends
 // ("...: timed out connecting to ZooKeeper [zkr:3]").
 std::string library_message(const zkr::system_error& e) {
