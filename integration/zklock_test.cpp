@@ -13,6 +13,7 @@
 #include <zookeeper/zookeeper.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <condition_variable>
 #include <csignal>
 #include <cstdio>
@@ -77,6 +78,7 @@ public:
         std::filesystem::remove_all(path_, ignored);
     }
     std::string operator/(const std::string& file) const { return path_ + "/" + file; }
+    const std::string& path() const { return path_; }
 
 private:
     std::string path_;
@@ -259,6 +261,66 @@ std::string host_name() {
     return name;
 }
 
+// True once `pid` has ended. A zombie counts as gone: an orphan waits there for whoever
+// adopted it to reap it, and runs nothing.
+bool process_gone(pid_t pid) {
+    if (kill(pid, 0) != 0) return errno == ESRCH;
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    auto name_end = line.rfind(')');
+    if (name_end == std::string::npos || name_end + 2 >= line.size()) return true;  // gone meanwhile
+    char state = line[name_end + 2];
+    return state == 'Z' || state == 'X';
+}
+
+// The pid a test's command wrote into `file`, once it is there (written then renamed).
+pid_t pid_from(const std::string& file) {
+    REQUIRE(eventually([&] { return file_exists(file); }, 15s));
+    return static_cast<pid_t>(std::stol(read_file(file)));
+}
+
+// Kills, at the end of a test, the processes whose pid files it names that are still running:
+// zklock should have ended them; where it did not, the test fails but leaves nothing behind.
+class leftover_killer {
+public:
+    explicit leftover_killer(std::vector<std::string> pid_files) : pid_files_(std::move(pid_files)) {}
+    ~leftover_killer() {
+        for (const auto& file : pid_files_) {
+            if (!file_exists(file)) continue;
+            pid_t pid = static_cast<pid_t>(std::atol(read_file(file).c_str()));
+            if (pid > 0 && !process_gone(pid)) kill(pid, SIGKILL);
+        }
+    }
+    leftover_killer(const leftover_killer&) = delete;
+    leftover_killer& operator=(const leftover_killer&) = delete;
+
+private:
+    std::vector<std::string> pid_files_;
+};
+
+// Writes `text` into the file `path` (a script for a test's command).
+void write_file(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+// A command and a grandchild (its child, in the foreground: a background job of sh would
+// ignore SIGINT and SIGQUIT) that never watch zklock: only zklock's own doing can end them.
+// On `sig` (when given) each notes it in <dir>/{child,grandchild}.mark; the grandchild exits 0,
+// then the child 3. `ignore` makes both ignore that signal instead (and its sleeps inherit it).
+std::vector<std::string> group_command(const scratch_dir& dir, const std::string& sig = "", bool ignore = false) {
+    auto on_signal = [&](const std::string& who, int code) -> std::string {
+        if (sig.empty()) return "";
+        if (ignore) return "trap '' " + sig + "\n";
+        return "trap 'echo " + sig + " >> \"$dir/" + who + ".mark\"; exit " + std::to_string(code) + "' " + sig + "\n";
+    };
+    write_file(dir / "grandchild.sh", "dir=$1\n" + on_signal("grandchild", 0) +
+                                          "echo $$ > \"$dir/grandchild.pid.tmp\"; mv \"$dir/grandchild.pid.tmp\" \"$dir/grandchild.pid\"\n"
+                                          "while :; do sleep 0.05; done\n");
+    write_file(dir / "child.sh", "dir=$1\nulimit -c 0\n" + on_signal("child", 3) +
+                                     "echo $$ > \"$dir/child.pid.tmp\"; mv \"$dir/child.pid.tmp\" \"$dir/child.pid\"\n"
+                                     "/bin/sh \"$dir/grandchild.sh\" \"$dir\"\n");
+    return {"/bin/sh", dir / "child.sh", dir.path()};
+}
+
 }  // namespace
 
 TEST_CASE("zklock --version and --help", "[zklock]") {
@@ -280,6 +342,16 @@ TEST_CASE("zklock --version and --help", "[zklock]") {
     CHECK(run_help.wait() == 0);
     CHECK(text.find("--lost-signal") != std::string::npos);
     CHECK(text.find("ZKLOCK_FENCING_TOKEN") != std::string::npos);
+    CHECK(text.find("process group of its own") != std::string::npos);
+    CHECK(text.find("watchdog") != std::string::npos);
+    CHECK(text.find("Not covered") != std::string::npos);
+
+    zklock_process status_help({"status", "--help"}, dir);
+    text.clear();
+    while (auto line = status_help.read_line(5s)) text += *line + "\n";
+    CHECK(status_help.wait() == 0);
+    CHECK(text.find("\\xNN") != std::string::npos);  // how node data is escaped
+    CHECK(text.find("--json") != std::string::npos);
 }
 
 TEST_CASE("zklock run returns the command's status and exports the fencing token and node", "[zklock]") {
@@ -360,6 +432,52 @@ TEST_CASE("zklock run --timeout while another holds: the timeout code, and no no
     CHECK(holder.wait() == 7);
 }
 
+TEST_CASE("zklock run --timeout 0 takes the lock only if it is free at once, like flock -n", "[zklock]") {
+    scratch_dir dir;
+    std::string path = unique_path("zklock-timeout-zero");
+    zkr::client observer(test_options(test_connect_string()));
+    zklock_process holder(run_args(path, holding_command(dir, "holder"), {"--shared"}), dir);
+    std::string held = started_node(dir, "holder");
+
+    // Held by another: 75 at once, not a connection failure, and no node left.
+    auto start = clock_type::now();
+    zklock_process refused(run_args(path, holding_command(dir, "refused"), {"--timeout", "0"}), dir);
+    CHECK(refused.wait() == exit_timed_out);
+    CHECK(ms_since(start) < 5000);
+    INFO("stderr: " << refused.error_output());
+    CHECK(refused.error_output().find(path) != std::string::npos);
+    CHECK(refused.error_output().find("--timeout 0") != std::string::npos);
+    CHECK_FALSE(file_exists(dir / "refused.node"));
+    CHECK(queue_of(observer, path) == std::vector<std::string>{node_name(held)});
+
+    // Free for a reader beside the reader: it runs, with the lock's environment.
+    zklock_process reader(run_args(path, holding_command(dir, "reader"), {"--shared", "--timeout", "0"}), dir);
+    std::string reader_node = started_node(dir, "reader");
+    CHECK(trimmed(read_file(dir / "reader.token")) == std::to_string(observer.exists(reader_node).stat.czxid));
+    touch(dir / "reader.go");
+    CHECK(reader.wait() == 7);
+    touch(dir / "holder.go");
+    CHECK(holder.wait() == 7);
+
+    // A free lock: the command runs and its status comes back.
+    zklock_process free_run(run_args(path, {"/bin/sh", "-c", "exit 4"}, {"--timeout", "0"}), dir);
+    CHECK(free_run.wait() == 4);
+    CHECK(eventually([&] { return queue_length(observer, path) == 0; }));
+}
+
+TEST_CASE("zklock run --timeout 0: the connection is still waited for, within --connect-timeout", "[zklock]") {
+    scratch_dir dir;
+    std::string nowhere = "127.0.0.1:" + std::to_string(unused_port());
+    auto start = clock_type::now();
+    zklock_process run({"run", "--connect", nowhere, "--timeout", "0", "--connect-timeout", "2s", "/zklock-test/unreachable",
+                        "--", "true"},
+                       dir);
+    CHECK(run.wait() == exit_unavailable);
+    CHECK(ms_since(start) >= 2000);
+    CHECK(ms_since(start) < 8000);
+    CHECK(run.error_output().find(nowhere) != std::string::npos);
+}
+
 TEST_CASE("zklock run: SIGTERM while waiting cancels the wait and leaves no node", "[zklock]") {
     scratch_dir dir;
     std::string path = unique_path("zklock-cancel");
@@ -395,12 +513,245 @@ TEST_CASE("zklock run forwards SIGTERM to the running command", "[zklock]") {
     CHECK(eventually([&] { return queue_length(observer, path) == 0; }));
 }
 
+TEST_CASE("zklock run killed with SIGKILL: its command's whole process group goes with it", "[zklock]") {
+    // flock(1)'s lock goes with its process; zklock's lock outlives it by a session timeout, after
+    // which another run may start. So the command must not outlive zklock: not the command, not
+    // its children.
+    scratch_dir dir;
+    std::string path = unique_path("zklock-kill9");
+    leftover_killer cleanup({dir / "child.pid", dir / "grandchild.pid"});
+    zklock_process zklock(run_args(path, group_command(dir)), dir);
+    pid_t child = pid_from(dir / "child.pid");
+    pid_t grandchild = pid_from(dir / "grandchild.pid");
+
+    kill(zklock.pid(), SIGKILL);
+    zklock.wait();
+    REQUIRE(process_gone(zklock.pid()));
+    CHECK(eventually([&] { return process_gone(child) && process_gone(grandchild); }, 5s));
+    // The one who signalled them says so, on zklock's stderr.
+    CHECK(zklock.error_output().find("SIGTERM") != std::string::npos);
+}
+
+TEST_CASE("zklock run killed with SIGKILL: a command that ignores the signal gets SIGKILL after --grace", "[zklock]") {
+    scratch_dir dir;
+    std::string path = unique_path("zklock-kill9-grace");
+    leftover_killer cleanup({dir / "child.pid", dir / "grandchild.pid"});
+    write_file(dir / "stubborn.sh",
+               "dir=$1\n"
+               "trap 'echo TERM >> \"$dir/term.mark\"' TERM\n"
+               "echo $$ > \"$dir/child.pid.tmp\"; mv \"$dir/child.pid.tmp\" \"$dir/child.pid\"\n"
+               "while :; do sleep 0.05; done\n");
+    zklock_process zklock(run_args(path, {"/bin/sh", dir / "stubborn.sh", dir.path()}, {"--grace", "3s"}), dir);
+    pid_t child = pid_from(dir / "child.pid");
+
+    auto killed = clock_type::now();
+    kill(zklock.pid(), SIGKILL);
+    zklock.wait();
+    // It was told (SIGTERM), chose to run on, and is killed once the grace has passed.
+    REQUIRE(eventually([&] { return file_exists(dir / "term.mark"); }, 5s));
+    CHECK_FALSE(process_gone(child));
+    CHECK(eventually([&] { return process_gone(child); }, 10s));
+    CHECK(ms_since(killed) >= 3000);
+}
+
+TEST_CASE("zklock run forwards every terminating signal to the command's process group", "[zklock]") {
+    const std::pair<const char*, int> signals[] = {
+        {"QUIT", SIGQUIT}, {"USR1", SIGUSR1}, {"HUP", SIGHUP}, {"TERM", SIGTERM}, {"INT", SIGINT}};
+    for (const auto& [sig, number] : signals) {
+        INFO("SIG" << sig);
+        scratch_dir dir;
+        std::string path = unique_path("zklock-forward-group");
+        zkr::client observer(test_options(test_connect_string()));
+        leftover_killer cleanup({dir / "child.pid", dir / "grandchild.pid"});
+        zklock_process zklock(run_args(path, group_command(dir, sig)), dir);
+        pid_from(dir / "child.pid");
+        pid_from(dir / "grandchild.pid");  // its trap is set: it writes its pid after
+
+        kill(zklock.pid(), number);
+        CHECK(zklock.wait(10s) == 3);  // the command's own status: zklock lived on to release
+        CHECK(trimmed(read_file(dir / "child.mark")) == sig);
+        CHECK(trimmed(read_file(dir / "grandchild.mark")) == sig);
+        CHECK(eventually([&] { return queue_length(observer, path) == 0; }));
+    }
+}
+
+namespace {
+
+// A terminal and an interactive shell's job control, in python3 (pty, termios), for zklock run:
+// it starts zklock (argv) as a foreground job on a new pseudo-terminal (stdin and stdout on it,
+// stderr into <stderr file>), prints "started", then obeys one line at a time on its stdin:
+//   type TEXT   types TEXT and Enter       key ^Z | ^C   types the control key
+//   expect TEXT prints "seen" once TEXT came out of the terminal (else "timeout", after 15 s)
+//   wait        prints "stopped N", "exited N" or "signaled N" when zklock stops or ends
+//               (else "timeout", after 15 s)
+//   fg          gives the job the terminal back and continues it (as fg does), prints "ok"
+// On end of input it kills what is left of the job.
+constexpr const char* job_control_shell = R"(import fcntl, os, select, signal, sys, termios, time
+stderr_file, argv = sys.argv[1], sys.argv[2:]
+signal.signal(signal.SIGTTOU, signal.SIG_IGN)  # a shell takes its terminal back from the background
+master, slave = os.openpty()
+os.setsid()
+fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
+go_read, go_write = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.setpgid(0, 0)
+    os.read(go_read, 1)  # until the terminal is ours
+    os.dup2(slave, 0); os.dup2(slave, 1)
+    os.dup2(os.open(stderr_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), 2)
+    signal.signal(signal.SIGTTOU, signal.SIG_DFL)
+    os.execv(argv[0], argv)
+os.setpgid(pid, pid)
+os.tcsetpgrp(slave, pid)
+os.write(go_write, b"x")
+seen = b""
+def say(text):
+    print(text, flush=True)
+def output_until(text, deadline):
+    global seen
+    while text.encode() not in seen:
+        left = deadline - time.monotonic()
+        if left <= 0: return False
+        if select.select([master], [], [], left)[0]:
+            try: seen += os.read(master, 4096)
+            except OSError: return False
+    seen = seen[seen.index(text.encode()) + len(text):]
+    return True
+say("started")
+for line in sys.stdin:
+    word, _, rest = line.rstrip("\n").partition(" ")
+    if word == "type": os.write(master, rest.encode() + b"\n")
+    elif word == "key": os.write(master, {"^Z": b"\x1a", "^C": b"\x03"}[rest])
+    elif word == "expect": say("seen" if output_until(rest, time.monotonic() + 15) else "timeout")
+    elif word == "wait":
+        deadline, status = time.monotonic() + 15, None
+        while status is None and time.monotonic() < deadline:
+            got, st = os.waitpid(pid, os.WUNTRACED | os.WNOHANG)
+            if got == pid: status = st
+            elif select.select([master], [], [], 0.01)[0]:  # its output keeps flowing meanwhile
+                try: seen += os.read(master, 4096)
+                except OSError: pass
+        if status is None: say("timeout")
+        elif os.WIFSTOPPED(status): os.tcsetpgrp(slave, os.getpgrp()); say("stopped %d" % os.WSTOPSIG(status))
+        elif os.WIFEXITED(status): say("exited %d" % os.WEXITSTATUS(status)); pid = 0
+        else: say("signaled %d" % os.WTERMSIG(status)); pid = 0
+    elif word == "fg":
+        os.tcsetpgrp(slave, pid); os.killpg(pid, signal.SIGCONT); say("ok")
+if pid:
+    os.killpg(pid, signal.SIGKILL)
+)";
+
+// The one-letter state of process `pid` ('T': stopped), '?' if it is gone.
+char process_state(pid_t pid) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    auto name_end = line.rfind(')');
+    return name_end == std::string::npos || name_end + 2 >= line.size() ? '?' : line[name_end + 2];
+}
+
+std::optional<child_process> job_control_shell_for(const scratch_dir& dir, const std::vector<std::string>& zklock_args) {
+    {
+        child_process probe("/usr/bin/python3 -c 'import pty, termios' 2>/dev/null && echo yes");
+        if (probe.read_line(10s) != std::optional<std::string>("yes")) return std::nullopt;
+    }
+    write_file(dir / "shell.py", job_control_shell);
+    std::string command = "exec /usr/bin/python3 " + shell_quote(dir / "shell.py") + " " + shell_quote(dir / "zklock-stderr") +
+                          " " + shell_quote(ZKLOCK_BIN);
+    for (const auto& a : zklock_args) command += " " + shell_quote(a);
+    return std::optional<child_process>(std::in_place, command);
+}
+
+}  // namespace
+
+TEST_CASE("zklock run at a terminal: Ctrl-Z stops the job, command included, fg continues it, Ctrl-C reaches the command", "[zklock]") {
+    scratch_dir dir;
+    std::string path = unique_path("zklock-job-control");
+    zkr::client observer(test_options(test_connect_string()));
+    leftover_killer cleanup({dir / "child.pid"});
+    // One process that never forks: caught between fork and exec, a shell shows 'D', not 'T'.
+    write_file(dir / "sleeping.sh",
+               "dir=$1\n"
+               "echo $$ > \"$dir/child.pid.tmp\"; mv \"$dir/child.pid.tmp\" \"$dir/child.pid\"\n"
+               "exec sleep 300\n");
+    auto shell = job_control_shell_for(dir, run_args(path, {"/bin/sh", dir / "sleeping.sh", dir.path()}));
+    if (!shell) {
+        WARN("python3 with pty and termios is not installed: skipped");
+        return;
+    }
+    REQUIRE(shell->read_line() == std::optional<std::string>("started"));
+    pid_t child = pid_from(dir / "child.pid");
+
+    // zklock's job has the terminal: Ctrl-Z reaches zklock, which stops the command's group and
+    // then itself, so that the shell sees its job stopped.
+    shell->write_line("key ^Z");
+    shell->write_line("wait");
+    REQUIRE(shell->read_line() == std::optional<std::string>("stopped " + std::to_string(SIGTSTP)));
+    CHECK(eventually([&] { return process_state(child) == 'T'; }, 5s));
+    CHECK(queue_length(observer, path) == 1);  // stopped, not gone: still holding
+
+    shell->write_line("fg");
+    REQUIRE(shell->read_line() == std::optional<std::string>("ok"));
+    CHECK(eventually([&] { return process_state(child) != 'T'; }, 5s));
+
+    // Ctrl-C reaches zklock, which passes it on to the command's group (not the same one).
+    shell->write_line("key ^C");
+    shell->write_line("wait");
+    CHECK(shell->read_line() == std::optional<std::string>("exited " + std::to_string(128 + SIGINT)));
+    CHECK(eventually([&] { return queue_length(observer, path) == 0; }));
+    shell->close_input();
+    CHECK(shell->wait() == 0);
+}
+
+TEST_CASE("zklock run at a terminal: a command that reads the terminal gets it, and Ctrl-Z and fg still work", "[zklock]") {
+    scratch_dir dir;
+    std::string path = unique_path("zklock-job-terminal");
+    zkr::client observer(test_options(test_connect_string()));
+    leftover_killer cleanup({dir / "child.pid"});
+    write_file(dir / "reading.sh",
+               "dir=$1\n"
+               "echo $$ > \"$dir/child.pid.tmp\"; mv \"$dir/child.pid.tmp\" \"$dir/child.pid\"\n"
+               "read first; echo \"got:$first\"; read second; echo \"got:$second\"; exit 5\n");
+    auto shell = job_control_shell_for(dir, run_args(path, {"/bin/sh", dir / "reading.sh", dir.path()}));
+    if (!shell) {
+        WARN("python3 with pty and termios is not installed: skipped");
+        return;
+    }
+    REQUIRE(shell->read_line() == std::optional<std::string>("started"));
+    pid_t child = pid_from(dir / "child.pid");
+
+    // In a group of its own, the command reads the terminal from the background (SIGTTIN):
+    // zklock, whose job has the terminal, hands it over.
+    shell->write_line("type hello");
+    shell->write_line("expect got:hello");
+    REQUIRE(shell->read_line() == std::optional<std::string>("seen"));
+
+    // Now Ctrl-Z goes to the command's group: zklock sees it stop and stops too.
+    shell->write_line("key ^Z");
+    shell->write_line("wait");
+    REQUIRE(shell->read_line() == std::optional<std::string>("stopped " + std::to_string(SIGTSTP)));
+    CHECK(process_state(child) == 'T');
+    CHECK(queue_length(observer, path) == 1);
+
+    shell->write_line("fg");
+    REQUIRE(shell->read_line() == std::optional<std::string>("ok"));
+    shell->write_line("type world");
+    shell->write_line("expect got:world");
+    CHECK(shell->read_line() == std::optional<std::string>("seen"));
+    shell->write_line("wait");
+    CHECK(shell->read_line() == std::optional<std::string>("exited 5"));
+    CHECK(eventually([&] { return queue_length(observer, path) == 0; }));
+    shell->close_input();
+    CHECK(shell->wait() == 0);
+}
+
 TEST_CASE("zklock: an unreachable ensemble gives the unavailable code within the deadline", "[zklock]") {
     scratch_dir dir;
     std::string nowhere = "127.0.0.1:" + std::to_string(unused_port());
 
     auto start = clock_type::now();
-    zklock_process run({"run", "--connect", nowhere, "--timeout", "2s", "/zklock-test/unreachable", "--", "true"}, dir);
+    // --connect-timeout bounds the connection (--timeout is the wait for the lock, once connected).
+    zklock_process run({"run", "--connect", nowhere, "--connect-timeout", "2s", "/zklock-test/unreachable", "--", "true"}, dir);
     CHECK(run.wait() == exit_unavailable);
     CHECK(ms_since(start) < 6000);
     CHECK(run.error_output().find(nowhere) != std::string::npos);
@@ -410,6 +761,65 @@ TEST_CASE("zklock: an unreachable ensemble gives the unavailable code within the
     CHECK(status.wait() == exit_unavailable);
     CHECK(ms_since(start) < 6000);
     CHECK(status.error_output().find(nowhere) != std::string::npos);
+}
+
+// The lines of what a zklock process wrote on stderr.
+std::vector<std::string> error_lines(const zklock_process& p) {
+    std::vector<std::string> lines;
+    std::istringstream text(p.error_output());
+    for (std::string line; std::getline(text, line);) lines.push_back(line);
+    return lines;
+}
+
+TEST_CASE("zklock under a chroot that does not exist: the usage code and one line naming the chroot", "[zklock]") {
+    scratch_dir dir;
+    std::string chroot = unique_path("zklock-no-such-chroot");
+    std::string connect = test_connect_string() + chroot;
+    {
+        zkr::client observer(test_options(test_connect_string()));
+        REQUIRE_FALSE(observer.exists(chroot).exists);
+    }
+
+    zklock_process status({"status", "--connect", connect, "/locks/a"}, dir);
+    std::string out;
+    while (auto line = status.read_line(10s)) out += *line + "\n";
+    CHECK(status.wait() == exit_usage);
+    CHECK(out.empty());  // not "nobody holds or waits"
+    auto lines = error_lines(status);
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].find("\"" + chroot + "\"") != std::string::npos);
+    CHECK(lines[0].find("does not exist") != std::string::npos);
+
+    zklock_process run({"run", "--connect", connect, "/locks/a", "--", "/bin/sh", "-c", "touch " + shell_quote(dir / "ran")}, dir);
+    CHECK(run.wait() == exit_usage);
+    lines = error_lines(run);
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].find("\"" + chroot + "\"") != std::string::npos);
+    CHECK_FALSE(file_exists(dir / "ran"));
+
+    zklock_process watch({"watch", "--connect", connect, "/locks/a"}, dir);
+    CHECK(watch.wait() == exit_usage);  // not a wait, for ever, for a node nobody can make
+    lines = error_lines(watch);
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].find("\"" + chroot + "\"") != std::string::npos);
+}
+
+TEST_CASE("zklock: host names that do not resolve give the unavailable code, one line that says DNS", "[zklock]") {
+    scratch_dir dir;
+    std::string nowhere = "no-such-host.invalid:2181";  // .invalid never resolves (RFC 2606)
+
+    zklock_process status({"status", "--connect", nowhere, "--timeout", "2s", "/locks/a"}, dir);
+    CHECK(status.wait() == exit_unavailable);
+    auto lines = error_lines(status);
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].find("no-such-host.invalid") != std::string::npos);
+    CHECK(lines[0].find("DNS") != std::string::npos);
+
+    zklock_process run({"run", "--connect", nowhere, "--connect-timeout", "2s", "/locks/a", "--", "true"}, dir);
+    CHECK(run.wait() == exit_unavailable);
+    lines = error_lines(run);
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].find("DNS") != std::string::npos);
 }
 
 TEST_CASE("zklock: bad paths and arguments give the usage code and name what is wrong", "[zklock]") {
@@ -562,6 +972,52 @@ TEST_CASE("zklock status shows a lock Curator holds, its data raw", "[zklock]") 
     curator.write_line("release");
     CHECK(curator.read_line() == std::optional<std::string>("released"));
     CHECK(curator.wait() == 0);
+}
+
+TEST_CASE("zklock status escapes node data: one line per node in text, valid JSON for any bytes", "[zklock]") {
+    scratch_dir dir;
+    std::string connect = test_connect_string();
+    std::string path = unique_path("zklock-escapes");
+    zkr::client writer(test_options(connect));
+    writer.create_parents(path);
+    // A zkr owner whose host has a line break in it, and another client's data with control
+    // characters, UTF-8, a C1 control, bytes that are not UTF-8 (a lone continuation byte, an
+    // encoded surrogate, an overlong form), a quote and a backslash.
+    const std::string host = "evil\nhost";
+    const std::string data = std::string("a\nb\tc\x01\x7f") + "\xc3\xa9" + "\xc2\x9b" + "\xff" + "\xed\xa0\x80" + "\xe0\x80\x80" + "\"\\";
+    auto holder = writer.create(path + "/_c_11111111-2222-3333-4444-555555555555-__WRIT__", "zkr:1;host=" + host + ";pid=42;thread=7",
+                                zkr::create_mode::ephemeral_sequential).path;
+    auto waiter = writer.create(path + "/_c_66666666-7777-8888-9999-000000000000-__READ__", data,
+                                zkr::create_mode::ephemeral_sequential).path;
+
+    zklock_process status({"status", "--connect", connect, path}, dir);
+    std::vector<std::string> lines;
+    while (auto line = status.read_line(10s)) lines.push_back(*line);
+    CHECK(status.wait() == 0);
+    REQUIRE(lines.size() == 4);  // summary, column names, two nodes: nothing broke a line
+    CHECK(lines[2].find("host=evil\\nhost pid=42 thread=7") != std::string::npos);
+    CHECK(lines[2].find(node_name(holder)) != std::string::npos);
+    CHECK(lines[3].find(R"(data "a\nb\tc\x01\x7f)" "\xc3\xa9" R"(\xc2\x9b\xff\xed\xa0\x80\xe0\x80\x80\"\\")") != std::string::npos);
+    CHECK(lines[3].find(node_name(waiter)) != std::string::npos);
+
+    // JSON: strict UTF-8 that a JSON parser takes; text as is, the rest as \u00XX (its Latin-1 reading).
+    zklock_process json({"status", "--json", "--connect", connect, path}, dir);
+    auto object = json.read_line(10s);
+    CHECK(json.wait() == 0);
+    REQUIRE(object);
+    write_file(dir / "status.json", *object);
+    const std::string check =
+        "import json, sys\n"
+        "o = json.loads(open(sys.argv[1], 'rb').read().decode('utf-8'))\n"
+        "n = o['nodes']\n"
+        "assert n[0]['owner']['host'] == 'evil\\nhost', n[0]\n"
+        "assert n[1]['data'] == 'a\\nb\\tc\\x01\\x7f\\u00e9\\u009b\\u00ff\\u00ed\\u00a0\\u0080\\u00e0\\u0080\\u0080\"\\\\', repr(n[1]['data'])\n"
+        "print('ok')\n";
+    write_file(dir / "check.py", check);
+    child_process parse("/usr/bin/python3 " + shell_quote(dir / "check.py") + " " + shell_quote(dir / "status.json") + " 2>&1");
+    std::string said;
+    while (auto line = parse.read_line(10s)) said += *line + "\n";
+    CHECK(said == "ok\n");
 }
 
 TEST_CASE("zklock status reads kazoo's lock nodes", "[zklock]") {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The packaging test CI runs: builds the Debian packages, installs them with apt, then builds and
 # runs a consumer (tests/consumer) twice, with find_package(zkr) and with pkg-config, and runs
-# the installed zklock. Removes the packages again unless ZKR_KEEP_PACKAGES=1.
+# the installed zklock, and the same build installed into a private prefix. Removes the packages
+# again unless ZKR_KEEP_PACKAGES=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/package.sh
@@ -31,5 +32,20 @@ g++ -std=c++20 -Wall -Wextra -Wpedantic -Werror -o "$work/pkg-config-consumer" t
 
 echo "zklock: installed"
 zklock --version
+# Its run path may only name the library directory beside it ($ORIGIN/..), never a build tree.
+runpath=$(readelf -d "$(command -v zklock)" | sed -n 's/.*(R\(UN\)\{0,1\}PATH).*\[\(.*\)\]/\2/p')
+echo "zklock run path: ${runpath:-none}"
+case "$runpath" in "" | '$ORIGIN/'*) ;; *) echo "zklock's run path points elsewhere: $runpath" >&2; exit 1 ;; esac
+
+echo "zklock: installed into a private prefix, run without LD_LIBRARY_PATH"
+cmake --install "$build" --prefix "$work/prefix" >/dev/null
+private_zklock=$(find "$work/prefix" -path '*/bin/zklock')
+env -u LD_LIBRARY_PATH "$private_zklock" --version
+# On the libzkr installed beside it, not the package's that the loader finds anyway.
+if ! env -u LD_LIBRARY_PATH ldd "$private_zklock" | grep -q "libzkr.* => $work/prefix/"; then
+  echo "the privately installed zklock does not load the libzkr beside it:" >&2
+  env -u LD_LIBRARY_PATH ldd "$private_zklock" | grep libzkr >&2
+  exit 1
+fi
 rm -rf "$work"
 echo "consumer test: passed"

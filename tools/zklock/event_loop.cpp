@@ -30,8 +30,11 @@ void event_loop::read_next_signal() {
     boost::asio::async_read(signal_fd_, boost::asio::buffer(&incoming_, sizeof incoming_),
                             [this](boost::system::error_code ec, std::size_t) {
                                 if (ec) return;  // closed: the loop is going away
-                                if (incoming_.ssi_signo == SIGCHLD) ++child_events_;
-                                else signals_.push_back({static_cast<int>(incoming_.ssi_signo), incoming_.ssi_code == SI_KERNEL});
+                                int number = static_cast<int>(incoming_.ssi_signo);
+                                if (number == SIGCHLD) ++child_events_;
+                                else if (number != SIGTSTP) signals_.push_back({number});
+                                else if (stop_handler_) stop_handler_();
+                                else stop_self(SIGTSTP);
                                 read_next_signal();
                             });
 }

@@ -23,12 +23,9 @@ namespace zklock {
 
 using steady_time = std::chrono::steady_clock::time_point;
 
-/// A signal as the kernel reported it.
+/// A signal zklock received (one of handled_signals(), but SIGCHLD and SIGTSTP).
 struct received_signal {
     int number = 0;
-    /// Sent by the terminal to the whole foreground process group (Ctrl-C): the command got
-    /// it too, so it must not be forwarded a second time.
-    bool from_terminal = false;
 };
 
 /// What one async zkr operation completed with. Shared with its handler, so an operation
@@ -69,8 +66,13 @@ public:
     /// passes (none: no deadline). A SIGCHLD only wakes it through `done()`.
     wake run_until(const std::function<bool()>& done, std::optional<steady_time> deadline = std::nullopt);
 
-    /// The oldest signal not yet taken. SIGCHLD is never one: see child_events().
+    /// The oldest signal not yet taken. SIGCHLD is never one (see child_events()), nor SIGTSTP
+    /// (see on_stop_request()).
     std::optional<received_signal> take_signal();
+
+    /// What a SIGTSTP does (Ctrl-Z; an empty function: the default): by default zklock stops
+    /// (stop_self), as it would have without handling it, and goes on once continued.
+    void on_stop_request(std::function<void()> handler) { stop_handler_ = std::move(handler); }
 
     /// How many SIGCHLDs came so far. Counted, not queued: a child zklock did not start (one it
     /// inherited) must not end a wait as an interruption would.
@@ -84,6 +86,7 @@ private:
     signalfd_siginfo incoming_{};
     std::deque<received_signal> signals_;
     std::uint64_t child_events_ = 0;
+    std::function<void()> stop_handler_;
 };
 
 }  // namespace zklock

@@ -9,7 +9,7 @@ const char* exit_code_table() noexcept {
            "  69       unavailable: the ensemble could not be reached, or the connection was lost\n"
            "  70       run: the lock was lost while the command ran (the command was signalled)\n"
            "  71       an operating-system or unexpected error\n"
-           "  75       run: --timeout passed before the lock was acquired\n"
+           "  75       run: the lock was not acquired within --timeout (with 0: it was not free)\n"
            "  77       ZooKeeper refused: authentication failed, or no permission on the path\n"
            "  126, 127 run: the command could not be executed / was not found\n"
            "  128+N    run: the command died of signal N, or zklock was interrupted by signal N\n"

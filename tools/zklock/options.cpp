@@ -181,13 +181,14 @@ command_line parse_run(const std::vector<std::string>& all_args) {
     own.add_options()
         ("shared", "take the lock shared (its read side) instead of exclusive (its write side)")
         ("timeout", po::value<duration_value>()->value_name("D"),
-         "give up waiting for the lock after D (exit 75); default: wait as long as it takes")
+         "give up waiting for the lock after D, counted once connected (exit 75); 0: take it only if "
+         "it is free at once, like flock -n; default: wait as long as it takes")
         ("connect-timeout", po::value<duration_value>()->value_name("D")->default_value({std::chrono::seconds(15)}, "15s"),
-         "give up when no connection comes within D, or within --timeout if shorter (exit 69)")
+         "give up when no connection comes within D (exit 69), whatever --timeout is")
         ("lost-signal", po::value<signal_value>()->value_name("SIG")->default_value({SIGTERM}, "TERM"),
-         "signal sent to the command when the lock is lost while it runs")
+         "signal sent to COMMAND's process group when the lock is lost while it runs, or zklock ends before it")
         ("grace", po::value<duration_value>()->value_name("D")->default_value({std::chrono::seconds(10)}, "10s"),
-         "then SIGKILL after D if it is still running");
+         "then SIGKILL after D to what is still running");
     auto connection = connection_description();
     po::options_description hidden;
     hidden.add_options()
@@ -208,10 +209,21 @@ command_line parse_run(const std::vector<std::string>& all_args) {
                 "--shared), runs COMMAND (no shell), releases the lock when it exits, and exits with its\n"
                 "status (128+N if it died of signal N). COMMAND's environment gets ZKLOCK_PATH, ZKLOCK_NODE\n"
                 "(our lock node) and ZKLOCK_FENCING_TOKEN (its czxid: ensemble-wide and increasing).\n"
-                "SIGINT, SIGTERM and SIGHUP sent to zklock are forwarded to COMMAND; while still waiting\n"
-                "they cancel the wait (no lock node is left). If the lock is lost while COMMAND runs (the\n"
-                "session expired), COMMAND gets --lost-signal, then SIGKILL after --grace, and zklock\n"
-                "exits 70.",
+                "\n"
+                "COMMAND runs in a process group of its own, which gets every signal that would end zklock\n"
+                "(SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF, SIGIO,\n"
+                "SIGPWR, SIGSTKFLT, the real-time signals; Ctrl-C and Ctrl-\\ at a terminal too). While\n"
+                "zklock still waits for the lock, such a signal cancels the wait instead (no lock node is\n"
+                "left) and zklock exits 128+N. Ctrl-Z stops COMMAND's group and zklock, and fg continues\n"
+                "both, as with any job; a COMMAND that reads the terminal is given it.\n"
+                "\n"
+                "If the lock is lost while COMMAND runs (the session expired), its group gets --lost-signal,\n"
+                "then SIGKILL after --grace, and zklock exits 70. If zklock itself ends while COMMAND runs\n"
+                "(kill -9, the OOM killer, a crash, SIGPIPE), a watchdog process does the same, so that\n"
+                "nothing runs on without the lock. Not covered: a zklock frozen or stopped (SIGSTOP) for\n"
+                "longer than its session timeout, its command running on meanwhile; and processes that\n"
+                "leave the group (setsid, setpgid: daemons, interactive shells). What COMMAND leaves\n"
+                "running in the group when it exits runs on, without the lock.",
                 {&own, &connection})};
     }
     run_options o;
@@ -251,8 +263,15 @@ command_line parse_status(const std::vector<std::string>& args) {
             "zklock status [options] PATH",
             "Shows the queue of the lock on PATH: holders first, then waiters, each with its node,\n"
             "sequence, reader or writer, owner (host, pid and thread for zkr's nodes; other clients'\n"
-            "node data raw), session id (the node's ephemeral owner) and age. Reads zkr's, Curator's\n"
-            "(InterProcessMutex, InterProcessReadWriteLock) and kazoo's (Lock, ReadLock, WriteLock) nodes.",
+            "node data, quoted), session id (the node's ephemeral owner) and age. Reads zkr's, Curator's\n"
+            "(InterProcessMutex, InterProcessReadWriteLock) and kazoo's (Lock, ReadLock, WriteLock) nodes.\n"
+            "\n"
+            "Text from ZooKeeper (node data, owner fields, node names) is escaped, so that each node\n"
+            "takes one line and nothing in it acts on the terminal: \\\" and \\\\ for a quote and a\n"
+            "backslash, \\n \\r \\t, and \\xNN for each byte of a control character (C0, DEL, C1,\n"
+            "Unicode's bidirectional and line separator controls) or of anything that is not\n"
+            "well-formed UTF-8; other UTF-8 text as is. --json gives the data unescaped, as JSON that is\n"
+            "valid (and UTF-8) whatever the bytes: a byte that is not UTF-8 as \\u00XX, its Latin-1 reading.",
             {&own, &connection})};
     status_options o;
     o.path = required_path("status", parsed.values);

@@ -19,8 +19,9 @@ namespace zklock {
 void configure_logging(const connection_options& c);
 
 /// A connected client for `c`, its retries bounded by `give_up_after` when given. Throws
-/// exit_code::unavailable naming the hosts when no session comes within `timeout`; a malformed
-/// connect string is a usage failure naming it.
+/// exit_code::unavailable with the library's reason (naming the hosts, and DNS when they do not
+/// resolve) when no session comes within `timeout`; a malformed connect string, or a chroot that
+/// does not exist on the server, is a usage failure naming it.
 std::unique_ptr<zkr::client> connect(event_loop& loop, const connection_options& c, std::chrono::milliseconds timeout,
                                      std::optional<std::chrono::milliseconds> give_up_after = std::nullopt);
 

@@ -8,22 +8,32 @@
 
 namespace zklock {
 
-/// SIGINT, SIGTERM, SIGHUP and SIGCHLD: blocked in every thread from the start of main (before
-/// zkr starts any), so they reach zklock only through its event loop's signalfd and never kill
-/// it while it has a lock node to remove.
+/// What zklock reads from its event loop's signalfd instead of dying of it: every catchable
+/// signal whose default action ends a process (SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1,
+/// SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF, SIGIO, SIGPWR, SIGSTKFLT, the real-time signals), plus
+/// SIGTSTP (job control) and SIGCHLD. Not these: SIGPIPE (its own stderr closed) and the ones
+/// that report zklock's own fault or limit (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS,
+/// SIGABRT, SIGXCPU, SIGXFSZ): they end zklock, and the watchdog of `run` ends its command.
 const sigset_t& handled_signals();
 
-/// Blocks handled_signals() in the calling thread (and the threads it starts later), and
-/// remembers the mask zklock was started with for the command it runs.
+/// Blocks handled_signals() and SIGTTOU in the calling thread (and the threads it starts later,
+/// so call it before zkr starts any), and remembers the mask zklock was started with for the
+/// command it runs. SIGTTOU stays blocked, never read: zklock may write to its terminal, or take
+/// it back from its command, while its process group is in the background.
 void block_handled_signals();
 
 /// The signal mask zklock was started with: what its command gets.
 const sigset_t& original_signal_mask();
 
-/// "TERM", "SIGTERM", "term" or "15" -> 15; std::nullopt for anything else.
+/// Stops zklock with `signal_number` (SIGTSTP, SIGTTIN, SIGTTOU: their default action) as a
+/// job is stopped, and returns once it is continued. It does not stop in an orphaned process
+/// group (the kernel drops these signals there: nobody could continue it).
+void stop_self(int signal_number);
+
+/// "TERM", "SIGTERM", "term", "15", "RTMIN+2" -> the number; std::nullopt for anything else.
 std::optional<int> parse_signal(std::string_view text);
 
-/// "SIGTERM" (or "signal 42").
+/// "SIGTERM", "SIGRTMIN+2" (or "signal 42").
 std::string signal_name(int signal_number);
 
 }  // namespace zklock

@@ -25,29 +25,85 @@ std::string format_age(std::int64_t ms) {
     return text;
 }
 
-// Other clients' data, readable on a terminal: printable ASCII as is, the rest as \xNN.
-std::string quoted_raw(std::string_view data) {
-    std::string out = "\"";
-    for (unsigned char c : data) {
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += static_cast<char>(c);
-        } else if (c >= 0x20 && c < 0x7f) {
-            out += static_cast<char>(c);
-        } else {
-            char escaped[8];
-            std::snprintf(escaped, sizeof escaped, "\\x%02x", c);
-            out += escaped;
+// The length of the well-formed UTF-8 sequence at text[i] (Unicode's table 3-7: no overlong
+// forms, no surrogates, nothing past U+10FFFF), or 0 if there is none.
+std::size_t utf8_sequence_at(std::string_view text, std::size_t i) {
+    auto byte = [&](std::size_t k) { return i + k < text.size() ? static_cast<unsigned char>(text[i + k]) : 0u; };
+    auto in = [](unsigned b, unsigned low, unsigned high) { return b >= low && b <= high; };
+    unsigned lead = byte(0);
+    if (lead < 0x80) return 1;
+    if (in(lead, 0xc2, 0xdf)) return in(byte(1), 0x80, 0xbf) ? 2 : 0;
+    if (in(lead, 0xe0, 0xef)) {
+        unsigned low = lead == 0xe0 ? 0xa0 : 0x80, high = lead == 0xed ? 0x9f : 0xbf;
+        return in(byte(1), low, high) && in(byte(2), 0x80, 0xbf) ? 3 : 0;
+    }
+    if (in(lead, 0xf0, 0xf4)) {
+        unsigned low = lead == 0xf0 ? 0x90 : 0x80, high = lead == 0xf4 ? 0x8f : 0xbf;
+        return in(byte(1), low, high) && in(byte(2), 0x80, 0xbf) && in(byte(3), 0x80, 0xbf) ? 4 : 0;
+    }
+    return 0;
+}
+
+// The code point of a well-formed sequence of `length` bytes at text[i].
+char32_t code_point_at(std::string_view text, std::size_t i, std::size_t length) {
+    static constexpr unsigned lead_bits[] = {0, 0x7f, 0x1f, 0x0f, 0x07};
+    char32_t c = static_cast<unsigned char>(text[i]) & lead_bits[length];
+    for (std::size_t k = 1; k < length; ++k) c = (c << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3f);
+    return c;
+}
+
+// Characters that move the cursor or reorder what a terminal shows, beyond ASCII's controls:
+// C1 controls, and Unicode's bidirectional and line/paragraph-separator format characters.
+bool is_unsafe_on_a_terminal(char32_t c) {
+    return (c >= 0x80 && c <= 0x9f) || c == 0x061c || c == 0x200e || c == 0x200f || (c >= 0x2028 && c <= 0x202e) ||
+           (c >= 0x2066 && c <= 0x2069);
+}
+
+// Text from ZooKeeper (node data, owner fields, node names) for a terminal, on one line: see
+// 'zklock status --help'.
+std::string escaped(std::string_view text) {
+    std::string out;
+    for (std::size_t i = 0; i < text.size();) {
+        auto c = static_cast<unsigned char>(text[i]);
+        std::size_t length = utf8_sequence_at(text, i);
+        if (c >= 0x80 && length > 0 && !is_unsafe_on_a_terminal(code_point_at(text, i, length))) {
+            out.append(text.substr(i, length));  // UTF-8 text as is
+            i += length;
+            continue;
+        }
+        std::size_t count = c >= 0x80 && length > 0 ? length : 1;  // an unsafe character: all its bytes
+        for (std::size_t k = 0; k < count; ++k, ++i) {
+            auto b = static_cast<unsigned char>(text[i]);
+            switch (b) {
+                case '"': out += "\\\""; break;
+                case '\\': out += "\\\\"; break;
+                case '\n': out += "\\n"; break;
+                case '\r': out += "\\r"; break;
+                case '\t': out += "\\t"; break;
+                default:
+                    if (b >= 0x20 && b < 0x7f) {
+                        out += static_cast<char>(b);
+                    } else {
+                        char hex[8];
+                        std::snprintf(hex, sizeof hex, "\\x%02x", b);
+                        out += hex;
+                    }
+            }
         }
     }
-    return out + "\"";
+    return out;
+}
+
+// Columns an escaped() text takes: one per character (UTF-8 continuation bytes take none).
+std::size_t display_width(std::string_view text) {
+    return static_cast<std::size_t>(std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xc0) != 0x80; }));
 }
 
 std::string owner_text(const queue_entry& e) {
-    if (e.data_error) return "(data unreadable: " + e.data_error.message() + ")";
-    if (!e.owner) return "data " + quoted_raw(e.data);
-    return "host=" + e.owner->host + " pid=" + std::to_string(e.owner->pid) + " thread=" + std::to_string(e.owner->thread) +
-           (e.owner->async ? " async" : "");
+    if (e.data_error) return "(data unreadable: " + escaped(e.data_error.message()) + ")";
+    if (!e.owner) return "data \"" + escaped(e.data) + "\"";
+    return "host=" + escaped(e.owner->host) + " pid=" + std::to_string(e.owner->pid) +
+           " thread=" + std::to_string(e.owner->thread) + (e.owner->async ? " async" : "");
 }
 
 const char* role_name(lock_role r) { return r == lock_role::reader ? "reader" : "writer"; }
@@ -75,23 +131,6 @@ const char* recipe_description(lock_recipe r) {
     return "?";
 }
 
-// Length of a UTF-8 sequence starting with `lead`, 0 if it cannot start one.
-std::size_t utf8_length(unsigned char lead) {
-    if (lead < 0x80) return 1;
-    if (lead >= 0xc2 && lead <= 0xdf) return 2;
-    if (lead >= 0xe0 && lead <= 0xef) return 3;
-    if (lead >= 0xf0 && lead <= 0xf4) return 4;
-    return 0;
-}
-
-bool valid_utf8_at(std::string_view text, std::size_t i, std::size_t length) {
-    if (length == 0 || i + length > text.size()) return false;
-    for (std::size_t k = 1; k < length; ++k) {
-        if ((static_cast<unsigned char>(text[i + k]) & 0xc0) != 0x80) return false;
-    }
-    return true;
-}
-
 }  // namespace
 
 std::string format_session_id(std::int64_t session) {
@@ -104,8 +143,8 @@ std::string json_string(std::string_view text) {
     std::string out = "\"";
     for (std::size_t i = 0; i < text.size();) {
         auto c = static_cast<unsigned char>(text[i]);
-        std::size_t length = utf8_length(c);
-        if (c >= 0x80 && valid_utf8_at(text, i, length)) {
+        std::size_t length = utf8_sequence_at(text, i);
+        if (c >= 0x80 && length > 0) {
             out.append(text.substr(i, length));
             i += length;
             continue;
@@ -133,12 +172,12 @@ std::string json_string(std::string_view text) {
 std::string format_text(const queue_snapshot& s) {
     std::ostringstream out;
     if (!s.path_exists) {
-        out << s.path << ": no such node (nobody holds or waits)\n";
+        out << escaped(s.path) << ": no such node (nobody holds or waits)\n";
         return out.str();
     }
     std::size_t holders = count_holders(s);
     std::size_t waiters = s.entries.size() - holders;
-    out << s.path << ": ";
+    out << escaped(s.path) << ": ";
     if (s.entries.empty()) out << "free (no lock nodes)";
     else out << holders << (holders == 1 ? " holder, " : " holders, ") << waiters << (waiters == 1 ? " waiter" : " waiters");
     if (s.other_children > 0) out << " (" << s.other_children << " other children ignored)";
@@ -148,17 +187,17 @@ std::string format_text(const queue_snapshot& s) {
     std::vector<std::vector<std::string>> rows{{"STATE", "ROLE", "SEQUENCE", "SESSION", "AGE", "OWNER", "NODE"}};
     for (const auto& e : s.entries) {
         rows.push_back({e.holds ? "holds" : "waits", role_name(e.name.role), std::to_string(e.name.sequence),
-                        format_session_id(e.stat.ephemeral_owner), format_age(age_ms(s, e)), owner_text(e), e.name.name});
+                        format_session_id(e.stat.ephemeral_owner), format_age(age_ms(s, e)), owner_text(e), escaped(e.name.name)});
     }
     std::vector<std::size_t> widths(rows.front().size(), 0);
     for (const auto& row : rows) {
-        for (std::size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], row[c].size());
+        for (std::size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], display_width(row[c]));
     }
     for (const auto& row : rows) {
         out << " ";
         for (std::size_t c = 0; c < row.size(); ++c) {
             out << " " << row[c];
-            if (c + 1 < row.size()) out << std::string(widths[c] - row[c].size(), ' ');
+            if (c + 1 < row.size()) out << std::string(widths[c] - display_width(row[c]), ' ');
         }
         out << "\n";
     }

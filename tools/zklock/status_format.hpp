@@ -8,7 +8,8 @@
 namespace zklock {
 
 /// Header line, then one row per node: state, role, sequence, session, age, owner, node; and a
-/// note when nodes of several recipes (separate locks) share the path.
+/// note when nodes of several recipes (separate locks) share the path. Text from ZooKeeper is
+/// escaped: one line per node, nothing a terminal would act on (see 'zklock status --help').
 std::string format_text(const queue_snapshot& snapshot);
 
 /// One JSON object on one line: {"path", "exists", "holders", "waiters", "recipes", "nodes": [...]}.
@@ -17,8 +18,9 @@ std::string format_json(const queue_snapshot& snapshot);
 /// "0x1000a3b2c0004": session ids as ZooKeeper prints them.
 std::string format_session_id(std::int64_t session);
 
-/// A string as a JSON string literal, quotes included. Bytes that are not UTF-8 come out as
-/// \u00XX (their Latin-1 reading), so the output is always valid JSON.
+/// A string as a JSON string literal, quotes included. Bytes that are not well-formed UTF-8
+/// (overlong forms and surrogates included) come out as \u00XX (their Latin-1 reading), so the
+/// output is valid JSON, and valid UTF-8, whatever the bytes.
 std::string json_string(std::string_view text);
 
 }  // namespace zklock

@@ -3,6 +3,7 @@
 #include "event_loop.hpp"
 #include "queue_status.hpp"
 #include "session.hpp"
+#include "signals.hpp"
 #include "status_format.hpp"
 
 #include <zkr/watch.hpp>
@@ -52,6 +53,8 @@ int watch_command(const watch_options& o) {
         while (loop.run_until([&] { return fired->done; }) == event_loop::wake::signal) {
             int number = loop.take_signal()->number;
             if (is_interruption(number)) return to_int(exit_code::success);
+            // The others end it as they would have ended it unhandled, but with the session closed.
+            throw failure(signal_exit_status(number), "watching " + o.path + ": interrupted by " + signal_name(number));
         }
         if (fired->error && fired->error != zkr::errc::session_expired)
             fail_with(fired->error, "watching " + o.path);
