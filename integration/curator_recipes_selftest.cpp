@@ -370,9 +370,13 @@ TEST_CASE("Curator driver: a multi-lock over two paths excludes a mutex on one o
     a.multi_create("M", {p1, p2});
     b.mutex_create("X", p2);
 
-    REQUIRE(a.multi_acquire("M", deadline));
-    CHECK(child_count(b, p1) == 1);
-    CHECK(child_count(b, p2) == 1);
+    auto held = a.multi_acquire("M", deadline);
+    REQUIRE(held);
+    REQUIRE(held->size() == 2);
+    CHECK(held->at(0).rfind(p1 + "/", 0) == 0);
+    CHECK(held->at(1).rfind(p2 + "/", 0) == 0);
+    CHECK(b.children(p1) == std::vector<std::string>{last_segment(held->at(0))});
+    CHECK(b.children(p2) == std::vector<std::string>{last_segment(held->at(1))});
     CHECK_FALSE(b.mutex_acquire("X", 500ms));
     auto waiting = b.mutex_acquire_begin("X", 60s);
     REQUIRE(eventually([&] { return child_count(b, p2) == 2; }, deadline));
@@ -380,7 +384,9 @@ TEST_CASE("Curator driver: a multi-lock over two paths excludes a mutex on one o
     auto got = b.ok(waiting, 90s);
     REQUIRE(got.args.at(0) == "true");
     CHECK(std::regex_match(last_segment(got.args.at(1)), lock_node));
-    CHECK(a.wait_event("M", "releasing", 0ms).time < b.wait_event("X", "acquired", 0ms).time);
+    auto releasing = a.wait_event("M", "releasing", 0ms);
+    CHECK(releasing.args == std::vector<std::string>{"releasing", held->at(0), held->at(1)});
+    CHECK(releasing.time < b.wait_event("X", "acquired", 0ms).time);
 
     // The other way: with the mutex held the multi-lock times out and gives back the first lock.
     CHECK_FALSE(a.multi_acquire("M", 500ms));

@@ -107,11 +107,15 @@
 //  InterProcessMutex and InterProcessMultiLock (their own thread acquires and releases)
 //   mutex-create NAME PATH
 //   multi-create NAME PATH...             new InterProcessMultiLock(client, [PATH...])
-//   mutex-acquire NAME TIMEOUT_MS         -> true NODE | false     (NODE as for the selector)
-//   multi-acquire NAME TIMEOUT_MS         -> true | false
-//   mutex-release NAME, multi-release NAME   `ev NAME releasing`, release(), `ev NAME released`
-//   close NAME                            releases if held
-//   events: ev NAME acquired [NODE]; ev NAME releasing; ev NAME released
+//   mutex-acquire NAME TIMEOUT_MS         -> true NODE | false
+//   multi-acquire NAME TIMEOUT_MS         -> true NODE... | false  (one per path, in order)
+//                                         NODE: our lock node on that path, the first child by
+//                                         sequence if our session owns it, else - (as for the
+//                                         selector; read once, on the first of reentrant holds)
+//   mutex-release NAME, multi-release NAME   `ev NAME releasing NODE...`, release(),
+//                                         `ev NAME released NODE...` (reentrant: once per hold)
+//   close NAME                            releases every hold
+//   events: ev NAME acquired NODE...; ev NAME releasing NODE...; ev NAME released NODE...
 //
 //  Connection: ev client state SUSPENDED|LOST|RECONNECTED|READ_ONLY
 //
@@ -672,12 +676,13 @@ final class RecipeSession {
     static final class LockObj extends Obj {
         final InterProcessMutex mutex; // null for a multi-lock
         final InterProcessMultiLock multi;
-        final String path;
+        final List<String> paths; // the mutex's one path, or the multi-lock's paths
         int holds; // only touched on the actor
+        String nodes = ""; // our nodes while held (space-separated), only touched on the actor
 
-        LockObj(String name, String path, InterProcessMutex mutex, InterProcessMultiLock multi) {
+        LockObj(String name, List<String> paths, InterProcessMutex mutex, InterProcessMultiLock multi) {
             super(name);
-            this.path = path;
+            this.paths = paths;
             this.mutex = mutex;
             this.multi = multi;
         }
@@ -688,28 +693,30 @@ final class RecipeSession {
             if (!ok) {
                 return "false";
             }
-            holds++;
-            if (mutex != null) {
-                String node = firstOwnNode(path, "lock-");
-                event(name, "acquired", node);
-                return "true " + node;
+            if (holds++ == 0) {
+                List<String> ns = new ArrayList<>();
+                for (String p : paths) {
+                    ns.add(firstOwnNode(p, "lock-"));
+                }
+                nodes = String.join(" ", ns);
             }
-            event(name, "acquired");
-            return "true";
+            event(name, "acquired", nodes);
+            return "true " + nodes;
         }
 
         void release() throws Exception {
             if (holds == 0) {
                 throw new Fail("state", name + " is not held");
             }
-            event(name, "releasing");
+            String ns = nodes;
+            event(name, "releasing", ns);
             holds--;
             if (mutex != null) {
                 mutex.release();
             } else {
                 multi.release();
             }
-            event(name, "released");
+            event(name, "released", ns);
         }
 
         @Override
@@ -1008,14 +1015,14 @@ final class RecipeSession {
             // ---- mutex, multi-lock
             case "mutex-create": {
                 need(a, 2, 2, "mutex-create NAME PATH");
-                register(new LockObj(a[2], a[3], new InterProcessMutex(client, a[3]), null));
+                register(new LockObj(a[2], List.of(a[3]), new InterProcessMutex(client, a[3]), null));
                 emit("ok", tag);
                 return;
             }
             case "multi-create": {
                 need(a, 2, -1, "multi-create NAME PATH...");
                 List<String> paths = new ArrayList<>(Arrays.asList(a).subList(3, a.length));
-                register(new LockObj(a[2], null, null, new InterProcessMultiLock(client, paths)));
+                register(new LockObj(a[2], paths, null, new InterProcessMultiLock(client, paths)));
                 emit("ok", tag);
                 return;
             }
@@ -1093,8 +1100,8 @@ final class RecipeSession {
         new SelectorObj("w2", "/warmup/sel", "id", true);
         CountObj count = new CountObj("w3", "/warmup/count", 1);
         new SemObj("w4", new InterProcessSemaphoreV2(c, "/warmup/sem", count.count));
-        new LockObj("w5", "/warmup/m", new InterProcessMutex(c, "/warmup/m"), null);
-        new LockObj("w6", null, null, new InterProcessMultiLock(c, List.of("/warmup/a", "/warmup/b")));
+        new LockObj("w5", List.of("/warmup/m"), new InterProcessMutex(c, "/warmup/m"), null);
+        new LockObj("w6", List.of("/warmup/a", "/warmup/b"), null, new InterProcessMultiLock(c, List.of("/warmup/a", "/warmup/b")));
         dec(enc("a b%\"é"));
         participants(List.of(new Participant("x", true)));
         client = null;

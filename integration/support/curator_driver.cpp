@@ -460,12 +460,16 @@ std::string curator_session::multi_acquire_begin(const std::string& name, ms tim
     return send("multi-acquire " + name + " " + ms_arg(timeout));
 }
 
-bool curator_session::multi_acquire(const std::string& name, ms timeout) {
+std::optional<std::vector<std::string>> curator_session::multi_acquire(const std::string& name, ms timeout) {
     // The multi-lock gives each of its locks the whole timeout.
     auto it = multi_sizes_.find(name);
     auto locks = static_cast<long>(it == multi_sizes_.end() ? 1 : it->second);
     auto l = ok(multi_acquire_begin(name, timeout), locks * timeout + options_.reply_timeout);
-    return parse_bool(l.args.at(0));
+    if (l.args.empty()) fail("malformed multi-acquire reply '" + l.text + "'");
+    if (!parse_bool(l.args[0])) return std::nullopt;
+    std::vector<std::string> nodes;
+    for (std::size_t i = 1; i < l.args.size(); ++i) nodes.push_back(path_or_empty(l.args[i]));
+    return nodes;
 }
 
 void curator_session::mutex_release(const std::string& name) { call("mutex-release " + name); }

@@ -191,7 +191,9 @@ public:
     /// Our lock node ("" if it could not be told), or nullopt if the acquire timed out.
     std::optional<std::string> mutex_acquire(const std::string& name, ms timeout);
     std::string mutex_acquire_begin(const std::string& name, ms timeout);
-    bool multi_acquire(const std::string& name, ms timeout);
+    /// Our lock nodes, one per path in order ("" where it could not be told), or nullopt if the
+    /// acquire timed out (the multi-lock has then released what it took).
+    std::optional<std::vector<std::string>> multi_acquire(const std::string& name, ms timeout);
     std::string multi_acquire_begin(const std::string& name, ms timeout);
     void mutex_release(const std::string& name);
     void multi_release(const std::string& name);
