@@ -307,7 +307,7 @@ TEST_CASE("Curator driver: a semaphore of 2 leases among three contenders never 
     CHECK(s0.semaphore_leases("S").empty());
     REQUIRE(eventually([&] { return s0.semaphore_participants("S").empty(); }, deadline));
 
-    // Three contenders churning: never three holds at once, and two at once did happen.
+    // Three contenders churning: never three holds at once (two at once: s0's and s1's above).
     std::vector<std::string> tags;
     for (auto* s : all) tags.push_back(s->semaphore_churn_begin("S", 15, 30ms, 60s));
     for (std::size_t i = 0; i < all.size(); ++i) CHECK(all[i]->ok(tags[i], 120s).args.at(0) == "15");

@@ -16,23 +16,28 @@
 //         same clock as C++'s std::chrono::steady_clock, so times of lines of different drivers
 //         and of the test itself compare.
 //
-//   ready SEQ T_US SESSION_HEX          connected (the first line)
+//   ready SEQ T_US SESSION_HEX          connected (the first line, SEQ 1)
 //   ok    SEQ T_US TAG [RESULT...]      command TAG succeeded
 //   err   SEQ T_US TAG KIND MESSAGE...  command TAG failed; KIND: usage | exists | unknown |
-//                                       state | nonode | interrupted | exception; MESSAGE is free
-//                                       text to the end of the line
+//                                       state | nonode | interrupted | timeout | exception;
+//                                       MESSAGE is free text to the end of the line
 //   ev    SEQ T_US NAME WHAT [ARG...]   an event of object NAME ("client" for the connection)
 //   bye   SEQ T_US                      the last line, before exit 0 (after `exit` or end of input)
 //
 // Input: one command per line, `TAG VERB ARGS...`, whitespace-separated. TAG is any token chosen by
 // the caller and echoed in the reply. Every command is answered by exactly one ok/err line; lines
-// are not answered in input order (a blocking command replies when it is done).
+// are not answered in input order (a blocking command replies when it is done). An event caused
+// by a command may come before or after its ok, unless said below. Lines starting with # and
+// empty lines are ignored; `TAG exit` or the end of input ends the process (its session with it:
+// objects are not closed one by one, so no events follow `bye`).
 //
 // Tokens: paths are written as they are (no whitespace). Ids, node data and other free strings
 // are encoded: bytes outside [A-Za-z0-9-._~/@+,:=] (UTF-8) as %XX, and the empty string as "".
 // "-" stands for "no path" (null).
 //
-// Objects are named by the caller (NAME: a token, not "client"). Each object has its own thread
+// Objects are named by the caller (NAME: a token, not "client"; creating a second object of a name
+// is err exists, except that a closed latch, selector or count may be replaced by a new one of
+// its kind). Each object has its own thread
 // (its actor): commands that change it run there in order (Curator's mutexes must be released by
 // the thread that acquired them); queries run on a shared pool and are never held up by a
 // blocking command. Every blocking command takes a timeout in milliseconds.
@@ -48,7 +53,7 @@
 //
 //  LeaderLatch  (new LeaderLatch(client, PATH, ID), a listener, start())
 //   latch-start NAME PATH ID              -> (nothing)           after start() returned
-//   latch-await NAME TIMEOUT_MS           -> true|false          await(TIMEOUT_MS)
+//   latch-await NAME TIMEOUT_MS           -> true|false          await(TIMEOUT_MS) (false if closed)
 //   latch-has NAME                        -> true|false          hasLeadership()
 //   latch-info NAME                       -> STATE OUR_PATH LAST_PATH_IS_LEADER HAS_LEADERSHIP ID
 //   latch-leader NAME                     -> ID true|false       getLeader()
@@ -75,8 +80,10 @@
 //                                         NODE: our mutex node (the first child by sequence, if
 //                                         our session owns it; else -)
 //           ev NAME ended TERM released|interrupted   just before takeLeadership returns
-//           ev NAME state STATE           stateChanged (SUSPENDED and LOST also cancel
-//                                         leadership, as LeaderSelectorListenerAdapter does)
+//           ev NAME state STATE           stateChanged; an error state of the client's
+//                                         ConnectionStateErrorPolicy (Standard: SUSPENDED, LOST)
+//                                         then cancels leadership, as LeaderSelectorListenerAdapter
+//                                         does (the leader sees `ended TERM interrupted`)
 //
 //  InterProcessSemaphoreV2
 //   sem-create NAME PATH max MAX [DATA]   new InterProcessSemaphoreV2(client, PATH, MAX)
@@ -87,7 +94,7 @@
 //                                         lease before the ok. NODE = Lease.getNodeName(): the
 //                                         lease node's name under PATH/leases (no path)
 //   sem-leases NAME                       -> COUNT NODE...     the leases this object holds
-//   sem-release NAME one|all|NODE         -> COUNT released    (one: the oldest). Per lease
+//   sem-release NAME one|all|NODE         -> COUNT (how many returned; one: the oldest). Per lease
 //                                         `ev NAME releasing NODE`, close(), `ev NAME released NODE`
 //   sem-participants NAME                 -> COUNT NODE...     getParticipantNodes() (names under
 //                                         PATH/leases, in the server's order)
@@ -115,7 +122,8 @@
 //   mutex-release NAME, multi-release NAME   `ev NAME releasing NODE...`, release(),
 //                                         `ev NAME released NODE...` (reentrant: once per hold)
 //   close NAME                            releases every hold
-//   events: ev NAME acquired NODE...; ev NAME releasing NODE...; ev NAME released NODE...
+//   events: ev NAME acquired NODE... (each acquire, before its ok); ev NAME releasing NODE...;
+//           ev NAME released NODE... (before the release's ok)
 //
 //  Connection: ev client state SUSPENDED|LOST|RECONNECTED|READ_ONLY
 //
