@@ -6,7 +6,17 @@
 //       [--start-at MS] [--emit-latencies] [--write-percent P] [--waiters N] [--seed N]
 //   CuratorBench warmup          (loads the classes, no server: for the class-data-sharing archive)
 //
-// Scenarios: uncontended, contended, distinct, shared-reads, rw-mix, herd (see zkr_bench.cpp).
+// Scenarios: uncontended, contended, distinct, shared-reads, rw-mix, herd (see zkr_bench.cpp),
+// and the recipe scenarios (Curator only so far; bench/java/README.md, bench/java/recipes.sh):
+//   latch-handoff   --waiters N latches on PATH; the leader closes: close() -> the next isLeader
+//   latch-join      one latch at a time on PATH: start() -> isLeader (then close, node gone)
+//   sem-uncontended 1 thread: InterProcessSemaphoreV2(PATH, --max M) acquire + returnLease
+//   sem-contended   --threads T threads, one semaphore each, --max M: leases per second
+//   queue-depth     --waiters N threads queued on one InterProcessMutex behind a holder, each
+//                   released as soon as granted: time per hand-off; the failure point if any
+//   queue-limit     Curator-named contender nodes added --step at a time (up to --waiters) under
+//                   PATH, an InterProcessMutex attempt after each step: the queue length at which
+//                   Curator's client fails (its 1 MiB packet limit on the listing)
 // CPU is the process's (OperatingSystemMXBean.getProcessCpuTime: user+sys, every thread: JIT and
 // GC included) over the measured window; RSS is VmHWM from /proc/self/status.
 // Build with bench/java/build.sh.
@@ -43,6 +53,7 @@ public final class CuratorBench {
         boolean emitLatencies = false;
         int writePercent = 10, waiters = 10;
         long seed = 1;
+        int max = 3, step = 1000;
     }
 
     static final class Usage extends RuntimeException {
@@ -74,6 +85,8 @@ public final class CuratorBench {
                         case "--write-percent": o.writePercent = Integer.parseInt(v); break;
                         case "--waiters": o.waiters = Integer.parseInt(v); break;
                         case "--seed": o.seed = Long.parseLong(v); break;
+                        case "--max": o.max = Integer.parseInt(v); break;
+                        case "--step": o.step = Integer.parseInt(v); break;
                         default: throw new Usage("unknown option " + a);
                     }
                 } catch (NumberFormatException e) {
@@ -89,9 +102,12 @@ public final class CuratorBench {
         o.connect = pos.get(2);
         o.path = pos.get(3);
         if (!o.driver.equals("curator")) throw new Usage("this driver is 'curator'");
-        if (o.threads < 1 || o.seconds <= 0 || o.warmup < 0 || o.waiters < 1 || o.writePercent < 0 || o.writePercent > 100)
+        if (o.threads < 1 || o.seconds <= 0 || o.warmup < 0 || o.waiters < 1 || o.writePercent < 0 || o.writePercent > 100
+                || o.max < 1 || o.step < 1)
             throw new Usage("out-of-range option");
-        if (o.scenario.equals("uncontended") && o.threads != 1) throw new Usage("uncontended runs 1 thread");
+        if ((o.scenario.equals("uncontended") || o.scenario.equals("sem-uncontended") || o.scenario.equals("latch-join"))
+                && o.threads != 1) throw new Usage(o.scenario + " runs 1 thread");
+        if (o.scenario.equals("latch-handoff") && o.waiters < 2) throw new Usage("latch-handoff needs --waiters >= 2");
         return o;
     }
 
@@ -351,7 +367,16 @@ public final class CuratorBench {
         client.start();
         try {
             if (!client.blockUntilConnected(15, TimeUnit.SECONDS)) throw new IllegalStateException("not connected to " + o.connect);
-            return o.scenario.equals("herd") ? herd(o, client) : timed(o, client);
+            switch (o.scenario) {
+                case "herd": return herd(o, client);
+                case "latch-handoff": return RecipeBench.latchHandoff(o, client);
+                case "latch-join": return RecipeBench.latchJoin(o, client);
+                case "sem-uncontended":
+                case "sem-contended": return RecipeBench.semaphore(o, client);
+                case "queue-depth": return RecipeBench.queueDepth(o, client);
+                case "queue-limit": return RecipeBench.queueLimit(o, client);
+                default: return timed(o, client);
+            }
         } finally {
             client.close();
         }
@@ -505,6 +530,7 @@ public final class CuratorBench {
         new Json().num("x", 1.5).str("y", "z").done();
         new LongList().add(1);
         new Exclusion();
+        RecipeBench.warmup(c);
         cpuSeconds();
         peakRssKb();
         c.close();

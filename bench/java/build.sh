@@ -12,7 +12,7 @@ set -euo pipefail
 die() { echo "bench/java/build.sh: $*" >&2; exit 1; }
 
 HERE=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
-SRC="$HERE/CuratorBench.java"
+SRCS=("$HERE/CuratorBench.java" "$HERE/RecipeBench.java")
 OUT=${1:?usage: build.sh OUT_DIR}
 JAR_DIR=${JAVA_JAR_DIR:-/usr/share/java}
 JAVA=${JAVA:-$(command -v java || true)}
@@ -35,7 +35,7 @@ FLAGS="-Xlog:disable -Xlog:all=warning:stderr -Djava.net.preferIPv4Stack=true"
 JAR_TOOL=$(dirname -- "$(readlink -f -- "$JAVAC")")/jar
 
 want_stamp=$(
-    sha256sum <"$SRC" | cut -d' ' -f1
+    cat -- "${SRCS[@]}" | sha256sum | cut -d' ' -f1
     sha256sum <"${BASH_SOURCE[0]}" | cut -d' ' -f1
     "$JAVA" -version 2>&1 | head -n1
     echo "$OUT $CP $FLAGS"
@@ -49,7 +49,7 @@ fi
 
 tmp=$(mktemp -d "$OUT/.build.XXXXXX")
 trap 'rm -rf -- "$tmp"' EXIT
-"$JAVAC" --release 17 -Xlint:all,-options,-path -encoding UTF-8 -cp "$CP" -d "$tmp/classes" "$SRC" >&2 || die "javac failed"
+"$JAVAC" --release 17 -Xlint:all,-options,-path -encoding UTF-8 -cp "$CP" -d "$tmp/classes" "${SRCS[@]}" >&2 || die "javac failed"
 [[ -x $JAR_TOOL ]] || die "jar tool not found next to javac"
 "$JAR_TOOL" cf "$tmp/bench.jar" -C "$tmp/classes" . >&2 || die "jar failed"
 mv -f -- "$tmp/bench.jar" "$OUT/CuratorBench.jar"

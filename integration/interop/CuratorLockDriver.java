@@ -28,6 +28,10 @@
 //       `done reads=<r> writes=<w> max_concurrent_readers=<m>`, or `violation ...` and exits 3.
 //   get CONNECT PATH
 //       Print `data <contents of PATH>` (or `nonode`). A helper for checking results.
+//   session CONNECT
+//       Many recipe objects (LeaderLatch, LeaderSelector, InterProcessSemaphoreV2, SharedCount,
+//       InterProcessMutex, InterProcessMultiLock) on one client, driven by tagged commands on
+//       stdin, with replies and events on stdout: see RecipeSession.java for the protocol.
 //
 // Stdin in the hold modes: `release` lines and EOF are honoured once the lock is held (input that
 // arrives earlier is kept, so `echo release | ... hold ...` acquires and releases at once). A
@@ -195,6 +199,13 @@ public final class CuratorLockDriver {
                 }
                 return 0;
             }
+            case "session": {
+                if (args.length != 2) {
+                    throw usage("session CONNECT");
+                }
+                connect(args[1]);
+                return RecipeSession.run(client);
+            }
             case "warmup":
                 // Used by build.sh to record a class-data-sharing archive; needs no server.
                 return warmup();
@@ -205,7 +216,7 @@ public final class CuratorLockDriver {
 
     static Exit usage(String message) {
         return new Exit(EXIT_USAGE, "usage: " + message
-                + "\nmodes: increment | hold | wait-hold | rw-hold | rw-mix | get (see the source header)");
+                + "\nmodes: increment | hold | wait-hold | rw-hold | rw-mix | get | session (see the source header)");
     }
 
     static int parseInt(String s, String name, int min) {
@@ -334,6 +345,7 @@ public final class CuratorLockDriver {
         new CountDownLatch(1).countDown();
         new AtomicReference<Object>().get();
         new State(0, 0, 0).toString();
+        RecipeSession.warmup(client);
         encodeState(0, 0);
         out("warmup " + samples.length + " " + (mutex.isAcquiredInThisProcess() || rw.readLock().isAcquiredInThisProcess()));
         return 0;

@@ -24,13 +24,13 @@ set -euo pipefail
 die() { echo "build.sh: $*" >&2; exit 1; }
 
 HERE=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
-SRC="$HERE/CuratorLockDriver.java"
+SRCS=("$HERE/CuratorLockDriver.java" "$HERE/RecipeSession.java")
 OUT=${1:-/tmp/zkr-interop-classes}
 JAR_DIR=${JAVA_JAR_DIR:-/usr/share/java}
 BINDING=${ZKR_INTEROP_SLF4J_BINDING:-simple}
 CDS=${ZKR_INTEROP_CDS:-auto}
 
-[[ -r $SRC ]] || die "source not found: $SRC"
+for f in "${SRCS[@]}"; do [[ -r $f ]] || die "source not found: $f"; done
 [[ $OUT != *[[:space:]]* && $JAR_DIR != *[[:space:]]* ]] ||
     die "paths with whitespace are not supported (the run prefix is a plain space-separated line)"
 
@@ -94,7 +94,7 @@ ARCHIVE="$OUT/CuratorLockDriver.jsa"
 
 # Everything the result depends on; an identical stamp means OUT is up to date.
 want_stamp=$(
-    sha256sum <"$SRC" | cut -d' ' -f1
+    cat -- "${SRCS[@]}" | sha256sum | cut -d' ' -f1
     sha256sum <"${BASH_SOURCE[0]}" | cut -d' ' -f1
     "$JAVA" -version 2>&1 | head -n1
     readlink -f -- "$JAVAC"
@@ -112,7 +112,7 @@ fi
 # never sees a half-written file.
 tmp=$(mktemp -d "$OUT/.build.XXXXXX")
 trap 'rm -rf -- "$tmp"' EXIT
-"$JAVAC" --release 17 -Xlint:all,-options,-path -encoding UTF-8 -cp "$CP" -d "$tmp/classes" "$SRC" >&2 ||
+"$JAVAC" --release 17 -Xlint:all,-options,-path -encoding UTF-8 -cp "$CP" -d "$tmp/classes" "${SRCS[@]}" >&2 ||
     die "javac failed"
 for f in "$tmp"/classes/*.class; do cp -f -- "$f" "$OUT/.${f##*/}.tmp" && mv -f -- "$OUT/.${f##*/}.tmp" "$OUT/${f##*/}"; done
 

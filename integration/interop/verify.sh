@@ -9,6 +9,7 @@
 #   3. `rw-hold` read + read (shared) + write (queued behind both)
 #   4. two concurrent `rw-mix` processes
 #   5. `cancel` of a queued waiter
+#   6. `session` mode: a latch leads, a semaphore lease, a timed-out acquire, exit
 # and destroys the server. Prints per-step wall times. Exit 0 iff everything passed.
 set -euo pipefail
 
@@ -198,5 +199,28 @@ finish Q
 [[ $("${RUN[@]}" get "$C" "${q#queued }") == nonode ]] || fail "cancelled node still exists"
 send A release
 finish A
+
+# ------------------------------------------------------------------ 6. session
+
+step "session: a latch, a semaphore, a timeout, exit"
+spawn S session "$C"
+expect S '^ready 1 [0-9]+ [0-9a-f]+$' >/dev/null
+send S "t1 latch-start L /interop/latch me"
+expect S '^ok [0-9]+ [0-9]+ t1$' >/dev/null
+l=$(expect S '^ev [0-9]+ [0-9]+ L isLeader ')
+[[ $l =~ \ L\ isLeader\ /interop/latch/_c_[0-9a-f-]{36}-latch-[0-9]{10}$ ]] || fail "S: bad isLeader line '$l'"
+send S "t2 sem-create A /interop/sem max 1"
+send S "t3 sem-create B /interop/sem max 1"
+send S "t4 sem-acquire A 1 5000"
+l=$(expect S '^ok [0-9]+ [0-9]+ t4 ')
+[[ $l =~ \ t4\ acquired\ _c_[0-9a-f-]{36}-lease-[0-9]{10}$ ]] || fail "S: bad acquire reply '$l'"
+send S "t5 sem-acquire B 1 300"
+expect S '^ok [0-9]+ [0-9]+ t5 timeout$' >/dev/null
+send S "t6 nonsense"
+expect S '^err [0-9]+ [0-9]+ t6 usage ' >/dev/null
+send S "t7 exit"
+expect S '^bye [0-9]+ [0-9]+$' >/dev/null
+finish S
+echo "verify: S: $(tr '\n' '|' <"$WORK/S.out")" >&2
 
 step "all passed"
