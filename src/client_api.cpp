@@ -149,9 +149,20 @@ std::vector<multi_op_result> client::multi(std::vector<multi_op> ops, zkr::error
 }
 std::vector<multi_op_result> client::multi(std::vector<multi_op> ops) {
     zkr::error_code ec;
+    std::vector<std::pair<std::size_t, op::guard>> guards;  // to name a failed guard's hold
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+        if (auto* g = std::get_if<op::guard>(&ops[i])) guards.emplace_back(i, *g);
+    }
     auto r = multi(std::move(ops), ec);
-    if (ec) throw zkr::system_error(ec, "zkr::client::multi");
-    return r;
+    if (!ec) return r;
+    for (auto& [i, g] : guards) {
+        if (i < r.size() && r[i].error == errc::lock_lost) {
+            throw zkr::system_error(ec, "zkr::client::multi: nothing was written: the " +
+                                            (g.what.empty() ? std::string("hold") : g.what) + " is lost (its node " +
+                                            g.path + " is gone)");
+        }
+    }
+    throw zkr::system_error(ec, "zkr::client::multi");
 }
 
 void client::create_parents(const std::string& path, create_mode parents_mode, zkr::error_code& ec) {

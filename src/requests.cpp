@@ -249,8 +249,10 @@ public:
                     } else if constexpr (std::is_same_v<T, op::set_data>) {
                         zoo_set_op_init(&zoo_ops_[i], o.path.c_str(), o.data.data(), static_cast<int>(o.data.size()),
                                         o.version, &stats_[i]);
-                    } else {
+                    } else if constexpr (std::is_same_v<T, op::check>) {
                         zoo_check_op_init(&zoo_ops_[i], o.path.c_str(), o.version);
+                    } else {
+                        zoo_check_op_init(&zoo_ops_[i], o.path.c_str(), any_version);
                     }
                 },
                 ops_[i]);
@@ -264,10 +266,16 @@ private:
         std::vector<multi_op_result> out(r->ops_.size());
         int first_failure = ZOK;
         bool answered = rc == ZOK;
+        error_code first_error;
         for (std::size_t i = 0; i < out.size(); ++i) {
             int err = r->results_[i].err;
             out[i].error = make_zk_error_code(err);
-            if (err != ZOK && err != ZRUNTIMEINCONSISTENCY && first_failure == ZOK) first_failure = err;
+            // A guard's node gone: the hold it stands for is lost, whatever its holder believes.
+            if (err == ZNONODE && std::holds_alternative<op::guard>(r->ops_[i])) out[i].error = make_error_code(errc::lock_lost);
+            if (err != ZOK && err != ZRUNTIMEINCONSISTENCY && first_failure == ZOK) {
+                first_failure = err;
+                first_error = out[i].error;
+            }
             if (err != ZOK) answered = true;
             if (err == ZOK && std::holds_alternative<op::create>(r->ops_[i]))
                 out[i].path = r->path_buffers_[i].c_str();
@@ -275,7 +283,7 @@ private:
         }
         // A transport failure (no per-op answers) may be retried; an op's failure is final.
         if (rc != ZOK && !answered) return r->client.on_failure(r, rc);
-        error_code ec = make_zk_error_code(first_failure != ZOK ? first_failure : rc);
+        error_code ec = first_failure != ZOK ? first_error : make_zk_error_code(rc);
         r->finish(ec, std::move(out));
     }
 

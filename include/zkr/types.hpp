@@ -133,9 +133,16 @@ struct check {
     std::string path{};                     ///< the node
     std::int32_t version = any_version;   ///< the data version required (any_version: any)
 };
+/// A hold's promise, checked by the server in the same transaction as the writes beside it:
+/// changes nothing, but fails the whole multi with errc::lock_lost unless the hold's node still
+/// exists. Made by the holds' guard() (a lock held, a lock_hold, a lease, a leading latch).
+struct guard {
+    std::string path{};  ///< the hold's node
+    std::string what{};  ///< what it guards, for messages (e.g. "lock /orders/stock")
+};
 }  // namespace op
 /// One operation of client::multi.
-using multi_op = std::variant<op::create, op::remove, op::set_data, op::check>;
+using multi_op = std::variant<op::create, op::remove, op::set_data, op::check, op::guard>;
 
 /// The outcome of one operation of a multi.
 struct multi_op_result {

@@ -3,6 +3,8 @@
 #pragma once
 
 #include "zkr/client.hpp"
+#include "zkr/election_types.hpp"
+#include "zkr/leader_latch.hpp"
 #include "zkr/error.hpp"
 #include "zkr/lock_hold.hpp"
 #include "zkr/lock_protocol.hpp"
