@@ -7,6 +7,7 @@
 #include "zkr/log.hpp"
 #include "zkr/path.hpp"
 
+#include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/system_executor.hpp>
 
@@ -211,22 +212,48 @@ subscription client_impl::on_session_event(std::function<void(const session_even
     });
 }
 
-void client_impl::wait_connected_async(completion<> done) {
+void client_impl::wait_connected_async(completion<> done, asio::cancellation_slot slot) {
     std::unique_lock lock(state_mutex_);
     if (connected_ || closed_) {
         lock.unlock();
         return done(connected_ ? error_code{} : make_error_code(errc::client_closed));
     }
-    connected_waiters_.push_back(std::move(done));
+    auto key = ++next_waiter_;
+    connected_waiters_.emplace(key, std::move(done));
+    if (slot.is_connected()) {
+        slot.assign([weak = weak_from_this(), key](asio::cancellation_type) {
+            auto self = weak.lock();
+            if (!self) return;
+            std::map<std::uint64_t, completion<>> cancelled;
+            {
+                std::lock_guard lock(self->state_mutex_);
+                if (auto node = self->connected_waiters_.extract(key)) cancelled.insert(std::move(node));
+            }
+            for (auto& [k, w] : cancelled) w(make_error_code(errc::cancelled));
+        });
+    }
 }
 
-void client_impl::next_state_async(completion<connection_state> done) {
+void client_impl::next_state_async(completion<connection_state> done, asio::cancellation_slot slot) {
     std::unique_lock lock(state_mutex_);
     if (closed_) {
         lock.unlock();
         return done(make_error_code(errc::client_closed), connection_state::closed);
     }
-    next_state_waiters_.push_back(std::move(done));
+    auto key = ++next_waiter_;
+    next_state_waiters_.emplace(key, std::move(done));
+    if (slot.is_connected()) {
+        slot.assign([weak = weak_from_this(), key](asio::cancellation_type) {
+            auto self = weak.lock();
+            if (!self) return;
+            std::map<std::uint64_t, completion<connection_state>> cancelled;
+            {
+                std::lock_guard lock(self->state_mutex_);
+                if (auto node = self->next_state_waiters_.extract(key)) cancelled.insert(std::move(node));
+            }
+            for (auto& [k, w] : cancelled) w(make_error_code(errc::cancelled), connection_state::closed);
+        });
+    }
 }
 
 // ---------------------------------------------------------------- sending and retrying
@@ -505,30 +532,37 @@ void client_impl::create_parents(std::string path, create_mode mode, completion<
 }
 
 void client_impl::remove_watch(std::shared_ptr<watch_state> ws, completion<> done) {
+    // `done` may run a recipe's next step inline (which sends, and takes these locks): it is
+    // never called with a lock held.
+    bool fired;
     {
         std::lock_guard lock(ws->mutex);
-        if (ws->done) return done(make_error_code(errc::no_watcher));
+        fired = ws->done;
     }
+    if (fired) return done(make_error_code(errc::no_watcher));
+    bool stale;
     {
         // A watch armed by a late answer of a handle given up: the server of the current
         // session knows nothing of it, and a removal there would take the watches of others on
         // this path. Its handle ends it as it closes; end it here already.
         std::shared_lock lock(handle_mutex_);
-        if (ws->armed && ws->generation != generation_) {
-            lock.unlock();
-            ws->finish(make_error_code(errc::watch_removed), {});
-            retire_watch(*ws);
-            return done({});
-        }
+        stale = ws->armed && ws->generation != generation_;
+    }
+    if (stale) {
+        ws->finish(make_error_code(errc::watch_removed), {});
+        retire_watch(*ws);
+        return done({});
     }
     if (!watches_.sharing(*ws).empty()) {
         // Others here still need the server's watch on this path: drop only ours, locally.
-        int rc;
+        int rc = ZOK;
+        bool ours = true;
         {
             std::shared_lock lock(handle_mutex_);
-            if (!zh_ || ws->generation != generation_) return done(make_error_code(errc::no_watcher));
-            rc = remove_watch_locally(zh_, *ws);
+            ours = zh_ && ws->generation == generation_;
+            if (ours) rc = remove_watch_locally(zh_, *ws);
         }
+        if (!ours) return done(make_error_code(errc::no_watcher));
         if (rc != ZOK) return done(map_rc(rc));
         ws->finish(make_error_code(errc::watch_removed), {});
         watches_.forget(ws.get());
@@ -590,10 +624,12 @@ void start_multi(client_impl& c, std::vector<multi_op> ops, handler<std::vector<
     c.multi(std::move(ops), completion<std::vector<multi_op_result>>(std::move(h), c.executor()));
 }
 void start_wait_connected(client_impl& c, empty_handler h) {
-    c.wait_connected_async(completion<>(std::move(h), c.executor()));
+    auto slot = asio::get_associated_cancellation_slot(h);
+    c.wait_connected_async(completion<>(std::move(h), c.executor()), slot);
 }
 void start_next_state(client_impl& c, state_handler h) {
-    c.next_state_async(completion<connection_state>(std::move(h), c.executor()));
+    auto slot = asio::get_associated_cancellation_slot(h);
+    c.next_state_async(completion<connection_state>(std::move(h), c.executor()), slot);
 }
 
 void start_create_parents(client_impl& c, std::string path, create_mode mode, empty_handler h) {

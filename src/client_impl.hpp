@@ -50,6 +50,7 @@
 #include "watch_registry.hpp"
 #include "zkr/client.hpp"
 
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 
@@ -117,8 +118,9 @@ public:
     subscription on_state_change(std::function<void(connection_state)> listener);
     /// zkr's own listeners: called on the session thread, in order; must not block.
     subscription on_session_event(std::function<void(const session_event&)> listener) override;
-    void wait_connected_async(completion<> done);
-    void next_state_async(completion<connection_state> done);
+    /// Per-operation cancellation through `slot` (any type): completes with errc::cancelled.
+    void wait_connected_async(completion<> done, boost::asio::cancellation_slot slot = {});
+    void next_state_async(completion<connection_state> done, boost::asio::cancellation_slot slot = {});
 
     // Requests.
     void create(std::string path, std::string data, create_mode mode, completion<create_result> done) override;
@@ -269,8 +271,10 @@ private:
     std::condition_variable state_changed_;
     connection_state state_ = connection_state::suspended;
     std::string open_problem_;  // why the last attempt to open a handle failed (DNS), for messages
-    std::vector<completion<>> connected_waiters_;
-    std::vector<completion<connection_state>> next_state_waiters_;
+    // Keyed, so that a per-operation cancellation can take its own out.
+    std::map<std::uint64_t, completion<>> connected_waiters_;
+    std::map<std::uint64_t, completion<connection_state>> next_state_waiters_;
+    std::uint64_t next_waiter_ = 0;
     std::map<std::uint64_t, std::shared_ptr<listener_entry>> listeners_;
     std::map<std::uint64_t, std::shared_ptr<internal_listener>> internal_listeners_;
     std::uint64_t next_listener_id_ = 0;

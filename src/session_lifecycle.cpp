@@ -175,7 +175,8 @@ void client_impl::fail_parked(error_code ec) {
 }
 
 void client_impl::close_handle_later(zhandle_t* zh, std::uint64_t generation) {
-    auto deadline = std::make_shared<asio::steady_timer>(rt_->session, options_.session_timeout);
+    // The server fails a silent session after the timeout it granted, not the one we asked for.
+    auto deadline = std::make_shared<asio::steady_timer>(rt_->session, session_timeout());
     {
         std::lock_guard lock(in_flight_mutex_);
         if (!has_in_flight(generation)) deadline.reset();
@@ -317,8 +318,8 @@ void client_impl::replace_handle(error_code reason) {
 }
 
 void client_impl::report(connection_state s, std::int64_t session) {
-    std::vector<completion<>> connected_waiters;
-    std::vector<completion<connection_state>> state_waiters;
+    std::map<std::uint64_t, completion<>> connected_waiters;
+    std::map<std::uint64_t, completion<connection_state>> state_waiters;
     std::vector<std::shared_ptr<listener_entry>> listeners;
     std::vector<std::shared_ptr<internal_listener>> internal;
     {
@@ -337,8 +338,8 @@ void client_impl::report(connection_state s, std::int64_t session) {
     for (auto& l : internal) {
         if (l->active) l->fn(ev);
     }
-    for (auto& w : connected_waiters) w({});
-    for (auto& w : state_waiters) w({}, s);
+    for (auto& [key, w] : connected_waiters) w({});
+    for (auto& [key, w] : state_waiters) w({}, s);
     if (listeners.empty()) return;
     asio::post(listener_strand_, [listeners = std::move(listeners), s] {
         for (auto& l : listeners) {
@@ -503,12 +504,12 @@ void client_impl::close() {
         for (request* r : backing_off_) r->backoff->cancel();
         watches_.end_stale(0, true, make_error_code(errc::client_closed));
         fail_parked(make_error_code(errc::client_closed));
-        std::vector<completion<>> connected_waiters;
+        std::map<std::uint64_t, completion<>> connected_waiters;
         {
             std::lock_guard lock(state_mutex_);
             connected_waiters.swap(connected_waiters_);
         }
-        for (auto& w : connected_waiters) w(make_error_code(errc::client_closed));
+        for (auto& [key, w] : connected_waiters) w(make_error_code(errc::client_closed));
         report(connection_state::closed, established_session_);
     };
     if (rt_->on_session_thread()) {

@@ -176,6 +176,10 @@ void start_watch_wait(const std::shared_ptr<watch_state>& state, watch_handler h
     state->waiter_work = std::move(work);
 }
 
+asio::any_io_executor watch_executor(const std::shared_ptr<watch_state>& state) {
+    return state ? state->fallback_executor : asio::any_io_executor{};
+}
+
 std::size_t watch_registry::size() {
     std::lock_guard lock(mutex_);
     return watches_.size();

@@ -174,13 +174,15 @@ public:
     subscription on_state_change(std::function<void(connection_state)> listener);
 
     /// Completes at once if connected, else with the next connection; errc::client_closed when
-    /// the client closes first. Handler: void(error_code). Not cancellable.
+    /// the client closes first. Handler: void(error_code). Per-operation cancellation (any type)
+    /// completes it with errc::cancelled.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_wait_connected(CompletionToken&& token = {}) {
         return start<void(error_code)>(token, [](auto h, auto& c) { detail::start_wait_connected(c, std::move(h)); });
     }
     /// Completes with the next state change. Handler: void(error_code, connection_state).
-    /// Not cancellable; ends with errc::client_closed.
+    /// Ends with errc::client_closed; per-operation cancellation (any type) completes it with
+    /// errc::cancelled (the state is then meaningless).
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_next_state(CompletionToken&& token = {}) {
         return start<void(error_code, connection_state)>(

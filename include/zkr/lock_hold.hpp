@@ -108,8 +108,10 @@ public:
         return detail::hold_is_shared(*hold_);
     }
 
-    /// Completes with errc::lock_lost when the hold is lost, or errc::cancelled once it is
-    /// released first; errc::not_owner for an empty hold. Handler: void(zkr::error_code).
+    /// Completes with errc::lock_lost when the hold is lost (its session ended, or someone deleted
+    /// its node), or errc::cancelled once it is released first or the wait is cancelled
+    /// (per-operation cancellation, any type); errc::not_owner for an empty hold.
+    /// Handler: void(zkr::error_code).
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_wait_lost(CompletionToken&& token = {}) {
         return boost::asio::async_initiate<CompletionToken, void(error_code)>(

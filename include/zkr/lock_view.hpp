@@ -109,9 +109,10 @@ public:
             token);
     }
 
-    /// Completes with errc::lock_lost when the calling thread's hold is lost, or errc::cancelled
-    /// once it is released first; errc::not_owner if the thread holds nothing.
-    /// Handler: void(zkr::error_code).
+    /// Completes with errc::lock_lost when the calling thread's hold is lost (its session ended,
+    /// or someone deleted its node), or errc::cancelled once it is released first or the wait is
+    /// cancelled (per-operation cancellation, any type); errc::not_owner if the thread holds
+    /// nothing. Handler: void(zkr::error_code).
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_wait_lost(CompletionToken&& token = {}) {
         return boost::asio::async_initiate<CompletionToken, void(error_code)>(

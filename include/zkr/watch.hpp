@@ -3,6 +3,7 @@
 #pragma once
 #include "zkr/export.hpp"
 
+#include "zkr/detail/initiation.hpp"
 #include "zkr/error.hpp"
 
 #include <boost/asio/any_completion_handler.hpp>
@@ -41,6 +42,7 @@ using watch_handler = boost::asio::any_completion_handler<void(error_code, watch
 using void_handler = boost::asio::any_completion_handler<void(error_code)>;
 ZKR_EXPORT void start_watch_wait(const std::shared_ptr<watch_state>& state, watch_handler handler);
 ZKR_EXPORT void start_watch_remove(const std::shared_ptr<watch_state>& state, void_handler handler);
+ZKR_EXPORT boost::asio::any_io_executor watch_executor(const std::shared_ptr<watch_state>& state);
 }  // namespace detail
 
 /// A watch left by a read (`exists`, `get_data`, `get_children` with `zkr::set_watch`).
@@ -49,6 +51,9 @@ ZKR_EXPORT void start_watch_remove(const std::shared_ptr<watch_state>& state, vo
 /// (errc::watch_removed). Copies share one watch. Only one wait may be pending at a time.
 class ZKR_EXPORT watch {
 public:
+    /// The type of get_executor().
+    using executor_type = boost::asio::any_io_executor;
+
     /// No watch (valid() is false).
     watch() = default;
     /// Made by the client's reads; not for users.
@@ -60,6 +65,8 @@ public:
     bool done() const;
     /// The watched path.
     const std::string& path() const;
+    /// The client's executor (where handlers run by default); empty for an empty watch.
+    executor_type get_executor() const { return detail::watch_executor(state_); }
 
     /// Waits for the event. Handler: void(zkr::error_code, zkr::watch_event). The handler runs
     /// on its associated executor, by default the client's. Per-operation cancellation
@@ -67,9 +74,10 @@ public:
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_wait(CompletionToken&& token = {}) {
         return boost::asio::async_initiate<CompletionToken, void(error_code, watch_event)>(
-            [](auto handler, std::shared_ptr<detail::watch_state> state) {
-                detail::start_watch_wait(state, std::move(handler));
-            },
+            detail::initiation{get_executor(),
+                               [](auto handler, std::shared_ptr<detail::watch_state> state) {
+                                   detail::start_watch_wait(state, std::move(handler));
+                               }},
             token, state_);
     }
 
@@ -83,9 +91,10 @@ public:
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_remove(CompletionToken&& token = {}) {
         return boost::asio::async_initiate<CompletionToken, void(error_code)>(
-            [](auto handler, std::shared_ptr<detail::watch_state> state) {
-                detail::start_watch_remove(state, std::move(handler));
-            },
+            detail::initiation{get_executor(),
+                               [](auto handler, std::shared_ptr<detail::watch_state> state) {
+                                   detail::start_watch_remove(state, std::move(handler));
+                               }},
             token, state_);
     }
     /// Blocking remove; returns the error instead of throwing (no_watcher is expected).

@@ -156,10 +156,10 @@ public:
         return h ? h->node_path : std::string();
     }
 
-    void wait_lost(completion<> done) {
+    void wait_lost(completion<> done, asio::cancellation_slot slot) {
         auto h = standing();
         if (!h) return done(make_error_code(errc::not_owner));
-        holds_->wait_lost(h, std::move(done));
+        holds_->wait_lost(h, std::move(done), slot);
     }
 
     subscription listen(bool leadership, std::function<void()> fn) {
@@ -399,7 +399,8 @@ void start_await_leadership(const std::shared_ptr<latch_impl>& latch, latch_hand
 }
 
 void start_latch_wait_lost(const std::shared_ptr<latch_impl>& latch, latch_handler handler) {
-    latch->wait_lost(completion<>(std::move(handler), latch->executor()));
+    auto slot = asio::get_associated_cancellation_slot(handler);
+    latch->wait_lost(completion<>(std::move(handler), latch->executor()), slot);
 }
 
 asio::any_io_executor latch_executor(const latch_impl& latch) { return latch.executor(); }

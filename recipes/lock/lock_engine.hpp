@@ -70,7 +70,9 @@ public:
     void release_all(const std::shared_ptr<lock_claim>& h, std::optional<completion<>> done);
     lock_state state_of(const hold& h) const { return holds_->state_of(h); }
     std::chrono::steady_clock::time_point valid_until(const hold& h) const { return holds_->valid_until(h); }
-    void wait_lost(const std::shared_ptr<hold>& h, completion<> done) { holds_->wait_lost(h, std::move(done)); }
+    void wait_lost(const std::shared_ptr<hold>& h, completion<> done, boost::asio::cancellation_slot slot = {}) {
+        holds_->wait_lost(h, std::move(done), slot);
+    }
     subscription on_lost(const std::string& lock_path, std::function<void(const std::string&)> fn) {
         return holds_->on_lost(lock_path, std::move(fn));
     }

@@ -200,7 +200,8 @@ subscription on_lost(const lock_target& t, std::function<void(const std::string&
 void start_wait_lost(const lock_target& t, bool write, void_lock_handler handler) {
     auto h = my_hold(t, write);
     if (!h) return post_handler(std::move(handler), t.engine->executor(), make_error_code(errc::not_owner));
-    t.engine->wait_lost(h, completion<>(std::move(handler), t.engine->executor()));
+    auto slot = asio::get_associated_cancellation_slot(handler);
+    t.engine->wait_lost(h, completion<>(std::move(handler), t.engine->executor()), slot);
 }
 
 lock_statistics statistics(const lock_target& t) { return t.engine->statistics(); }
@@ -224,7 +225,8 @@ void start_release_hold(const std::shared_ptr<lock_engine>& e, const std::shared
 
 void start_hold_wait_lost(const std::shared_ptr<lock_engine>& e, const std::shared_ptr<hold>& h, void_lock_handler handler) {
     if (!e || !h) return post_handler(std::move(handler), asio::system_executor(), make_error_code(errc::not_owner));
-    e->wait_lost(h, completion<>(std::move(handler), e->executor()));
+    auto slot = asio::get_associated_cancellation_slot(handler);
+    e->wait_lost(h, completion<>(std::move(handler), e->executor()), slot);
 }
 
 lock_state hold_state(const lock_engine& e, const hold& h) { return e.state_of(h); }

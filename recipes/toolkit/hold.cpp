@@ -90,7 +90,7 @@ void hold_registry::report(std::vector<std::shared_ptr<hold>> candidates, loss_c
             h->lost = true;
             h->cause = cause;
             ++holds_lost_;
-            for (auto& w : h->lost_waiters) waiters.push_back(std::move(w));
+            for (auto& [key, w] : h->lost_waiters) waiters.push_back(std::move(w));
             h->lost_waiters.clear();
             if (h->on_lost) reactions.push_back(std::exchange(h->on_lost, {}));
             auto [first, last] = listeners_.equal_range(h->group);
@@ -133,7 +133,7 @@ void hold_registry::on_session(const session_event& ev) {
 }
 
 bool hold_registry::release(const std::shared_ptr<hold>& h, bool* was_lost) {
-    std::vector<completion<>> waiters;
+    std::map<std::uint64_t, completion<>> waiters;
     {
         std::lock_guard lock(mutex_);
         if (was_lost) *was_lost = h->lost;
@@ -144,7 +144,7 @@ bool hold_registry::release(const std::shared_ptr<hold>& h, bool* was_lost) {
         waiters.swap(h->lost_waiters);
         h->node_watch.reset();  // it ends with the node's delete (or stays armed on a node kept)
     }
-    for (auto& w : waiters) w(make_error_code(errc::cancelled));
+    for (auto& [key, w] : waiters) w(make_error_code(errc::cancelled));
     return true;
 }
 
@@ -171,17 +171,35 @@ std::chrono::steady_clock::time_point hold_registry::valid_until(const hold& h) 
     return port ? port->lease_until(h.session) : std::chrono::steady_clock::time_point{};
 }
 
-void hold_registry::wait_lost(const std::shared_ptr<hold>& h, completion<> done) {
+void hold_registry::wait_lost(const std::shared_ptr<hold>& h, completion<> done, boost::asio::cancellation_slot slot) {
     auto state = state_of(*h);
+    error_code now;
     {
         std::lock_guard lock(mutex_);
-        if (h->released) return done(make_error_code(errc::not_owner));
-        if (!h->lost && state != lock_state::lost) {
-            h->lost_waiters.push_back(std::move(done));
+        if (h->released) {
+            now = make_error_code(errc::not_owner);
+        } else if (!h->lost && state != lock_state::lost) {
+            auto key = ++next_waiter_;
+            h->lost_waiters.emplace(key, std::move(done));
+            if (slot.is_connected()) {
+                slot.assign([weak_self = weak_from_this(), weak_hold = std::weak_ptr<hold>(h), key](boost::asio::cancellation_type) {
+                    auto self = weak_self.lock();
+                    auto h = weak_hold.lock();
+                    if (!self || !h) return;
+                    std::map<std::uint64_t, completion<>> cancelled;
+                    {
+                        std::lock_guard lock(self->mutex_);
+                        if (auto node = h->lost_waiters.extract(key)) cancelled.insert(std::move(node));
+                    }
+                    for (auto& [k, w] : cancelled) w(make_error_code(errc::cancelled));
+                });
+            }
             return;
+        } else {
+            now = make_error_code(errc::lock_lost);
         }
     }
-    done(make_error_code(errc::lock_lost));
+    done(now);
 }
 
 subscription hold_registry::on_lost(const std::string& group, std::function<void(const std::string&)> fn) {

@@ -13,6 +13,8 @@
 #include "session_port.hpp"
 #include "zkr/lock_types.hpp"
 
+#include <boost/asio/cancellation_signal.hpp>
+
 #include <chrono>
 #include <functional>
 #include <map>
@@ -47,7 +49,7 @@ struct hold {
     bool lost = false;
     bool released = false;
     loss_cause cause = loss_cause::none;
-    std::vector<completion<>> lost_waiters;
+    std::map<std::uint64_t, completion<>> lost_waiters;  // keyed: a cancelled wait takes its own out
     /// The recipe's own reaction to the loss (a latch rejoins): runs once, on the thread that
     /// learns of it, outside every lock; must not block nor call user code. Set before add().
     std::function<void(loss_cause)> on_lost;
@@ -75,9 +77,10 @@ public:
     lock_state state_of(const hold& h) const;
     /// The session's lease while state_of() is held; the epoch otherwise.
     std::chrono::steady_clock::time_point valid_until(const hold& h) const;
-    /// Completes with errc::lock_lost when `h` is lost, errc::cancelled when released first,
-    /// errc::not_owner if it was released already.
-    void wait_lost(const std::shared_ptr<hold>& h, completion<> done);
+    /// Completes with errc::lock_lost when `h` is lost, errc::cancelled when released first (or
+    /// by a per-operation cancellation through `slot`, any type), errc::not_owner if it was
+    /// released already.
+    void wait_lost(const std::shared_ptr<hold>& h, completion<> done, boost::asio::cancellation_slot slot = {});
     /// Calls `fn(node path)` on the client's executor when a hold of `group` is lost.
     subscription on_lost(const std::string& group, std::function<void(const std::string&)> fn);
 
@@ -105,6 +108,7 @@ private:
 
     mutable std::mutex mutex_;  // a leaf: nothing is taken or called under it
     std::set<std::shared_ptr<hold>> holds_;
+    std::uint64_t next_waiter_ = 0;
     std::multimap<std::string, std::shared_ptr<listener>> listeners_;
     std::atomic<std::uint64_t> holds_lost_{0}, nodes_deleted_{0};
 };
