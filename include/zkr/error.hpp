@@ -56,7 +56,8 @@ enum class errc : int {
     throttled_op = -127,                ///< ZTHROTTLEDOP: the server is overloaded; try again later
 
     // --- zkr ---
-    invalid_path = 1,        ///< a znode path broke one of ZooKeeper's path rules
+    invalid_path = 1,        ///< a znode path broke one of ZooKeeper's path rules (zkr::path_problem
+                             ///< says which; the server's character rules included)
     invalid_connect_string,  ///< the connect string could not be parsed
     connect_timeout,         ///< no connection within the time asked for (compares equal to the
                              ///< portable timed_out condition)
