@@ -23,7 +23,7 @@ std::string describe(std::chrono::milliseconds d) { return std::to_string(d.coun
 
 client_options validated(client_options o) {
     if (std::string problem = connect_string_problem(o.connect); !problem.empty())
-        throw std::invalid_argument("zkr::client_options::connect \"" + o.connect + "\": " + problem);
+        throw std::invalid_argument("zkr::client_options::connect " + quoted_path(o.connect) + ": " + problem);
     if (o.session_timeout.count() <= 0)
         throw std::invalid_argument("zkr::client_options::session_timeout must be positive, got " + describe(o.session_timeout));
     if (o.session_timeout.count() > std::numeric_limits<int>::max())

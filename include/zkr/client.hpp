@@ -33,7 +33,7 @@ struct digest_credentials {
 /// What a zkr::client connects to and how it behaves. The client's constructor checks the options
 /// and throws std::invalid_argument naming the one that is wrong.
 struct client_options {
-    /// "host:port[,host:port...][/chroot]".
+    /// "host:port[,host:port...][/chroot]" (hosts separated by ',').
     std::string connect{};
     /// Requested session timeout; the server clamps it to its [min, max] (2 to 20 ticks by default).
     std::chrono::milliseconds session_timeout{10'000};
