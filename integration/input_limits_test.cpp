@@ -31,6 +31,112 @@ using zkr::test::test_connect_string;
 using zkr::test::test_options;
 using zkr::test::unique_path;
 
+namespace {
+
+// Runs `attempt` (a timed lock call that unlocks what it gets) on a thread of its own while
+// another client holds the lock on `holder_side`; releases the holder once the attempt is queued
+// behind it. The attempt must then get the lock, however far off its deadline.
+template <class Attempt>
+void gets_the_lock_when_released(const std::string& path, lock_side holder_side, Attempt attempt) {
+    zkr::test::background_lock holder(test_connect_string(), path, holder_side);
+    REQUIRE(eventually([&] { return holder.acquired.load(); }));
+    zkr::client c(test_options(test_connect_string()));
+    c.wait_connected(10s);
+    auto started = steady::now();
+    auto result = std::async(std::launch::async, [&] { return attempt(c); });
+    // Queued behind the holder, and still waiting a moment later (not answered "not acquired").
+    bool queued = eventually([&] { return queue_length(c, path) == 2; }, 10s);
+    CHECK(queued);
+    CHECK(result.wait_for(300ms) == std::future_status::timeout);
+    holder.release();
+    REQUIRE(result.wait_for(30s) == std::future_status::ready);
+    CHECK(result.get());
+    INFO("returned after " << std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - started).count()
+                           << " ms");
+    CHECK(queue_length(c, path) == 0);
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ item 5: deadlines saturate
+
+TEST_CASE("a timeout too long to represent waits, and gets the lock when the holder releases", "[input_limits]") {
+    std::string path = unique_path("huge-timeout");
+    SECTION("try_lock_for(steady_clock::duration::max())") {
+        gets_the_lock_when_released(path, lock_side::exclusive, [&](zkr::client& c) {
+            zkr::mutex m(c, path);
+            bool got = m.try_lock_for(steady::duration::max());
+            if (got) m.unlock();
+            return got;
+        });
+    }
+    SECTION("try_lock_for(hours::max())") {
+        gets_the_lock_when_released(path, lock_side::exclusive, [&](zkr::client& c) {
+            zkr::mutex m(c, path);
+            bool got = m.try_lock_for(std::chrono::hours::max());
+            if (got) m.unlock();
+            return got;
+        });
+    }
+    SECTION("try_lock_for(milliseconds::max(), ec)") {
+        gets_the_lock_when_released(path, lock_side::exclusive, [&](zkr::client& c) {
+            zkr::mutex m(c, path);
+            zkr::error_code ec;
+            bool got = m.try_lock_for(std::chrono::milliseconds::max(), ec);
+            if (got) m.unlock();
+            return got && !ec;
+        });
+    }
+    SECTION("try_lock_until(steady_clock::time_point::max())") {
+        gets_the_lock_when_released(path, lock_side::exclusive, [&](zkr::client& c) {
+            zkr::mutex m(c, path);
+            bool got = m.try_lock_until(steady::time_point::max());
+            if (got) m.unlock();
+            return got;
+        });
+    }
+    SECTION("try_lock_until(system_clock::time_point::max())") {
+        gets_the_lock_when_released(path, lock_side::exclusive, [&](zkr::client& c) {
+            zkr::mutex m(c, path);
+            bool got = m.try_lock_until(std::chrono::system_clock::time_point::max());
+            if (got) m.unlock();
+            return got;
+        });
+    }
+    SECTION("try_lock_until of a coarse time point at its maximum") {
+        gets_the_lock_when_released(path, lock_side::exclusive, [&](zkr::client& c) {
+            zkr::mutex m(c, path);
+            bool got = m.try_lock_until(std::chrono::time_point<steady, std::chrono::hours>::max());
+            if (got) m.unlock();
+            return got;
+        });
+    }
+    SECTION("shared_mutex: try_lock_shared_for(duration::max()) behind a writer") {
+        gets_the_lock_when_released(path, lock_side::write, [&](zkr::client& c) {
+            zkr::shared_mutex m(c, path);
+            bool got = m.try_lock_shared_for(steady::duration::max());
+            if (got) m.unlock_shared();
+            return got;
+        });
+    }
+    SECTION("shared_mutex: try_lock_for(hours::max()) behind a reader") {
+        gets_the_lock_when_released(path, lock_side::read, [&](zkr::client& c) {
+            zkr::shared_mutex m(c, path);
+            bool got = m.try_lock_for(std::chrono::hours::max());
+            if (got) m.unlock();
+            return got;
+        });
+    }
+    SECTION("shared_mutex: try_lock_shared_until(system_clock::time_point::max()) behind a writer") {
+        gets_the_lock_when_released(path, lock_side::write, [&](zkr::client& c) {
+            zkr::shared_mutex m(c, path);
+            bool got = m.try_lock_shared_until(std::chrono::system_clock::time_point::max());
+            if (got) m.unlock_shared();
+            return got;
+        });
+    }
+}
+
 // ------------------------------------------------------------------ item 8: other input
 
 TEST_CASE("a connect string with a semicolon or an empty host is refused at construction", "[input_limits]") {
