@@ -137,6 +137,38 @@ TEST_CASE("a timeout too long to represent waits, and gets the lock when the hol
     }
 }
 
+TEST_CASE("wait_connected and watch::wait_for with a timeout too long to represent wait", "[input_limits]") {
+    SECTION("wait_connected(milliseconds::max()) waits until the client is closed") {
+        zkr::client_options o;
+        o.connect = "127.0.0.1:1";  // nothing listens there
+        zkr::client c(o);
+        auto waiting = std::async(std::launch::async, [&] {
+            try {
+                c.wait_connected(std::chrono::milliseconds::max());
+            } catch (const zkr::system_error& e) {
+                return e.code();
+            }
+            return zkr::error_code{};
+        });
+        CHECK(waiting.wait_for(500ms) == std::future_status::timeout);  // still waiting, not timed out at once
+        c.close();
+        REQUIRE(waiting.wait_for(10s) == std::future_status::ready);
+        CHECK(waiting.get() == errc::client_closed);
+    }
+    SECTION("watch::wait_for(milliseconds::max()) waits until the watch fires") {
+        zkr::client c(test_options(test_connect_string()));
+        std::string path = unique_path("huge-watch-wait");
+        auto w = c.exists(path, zkr::set_watch).watch;
+        auto waiting = std::async(std::launch::async, [&] { return w.wait_for(std::chrono::milliseconds::max()); });
+        CHECK(waiting.wait_for(500ms) == std::future_status::timeout);
+        c.create_parents(path);
+        REQUIRE(waiting.wait_for(10s) == std::future_status::ready);
+        auto event = waiting.get();
+        REQUIRE(event.has_value());
+        CHECK(event->type == zkr::event_type::created);
+    }
+}
+
 // ------------------------------------------------------------------ item 8: other input
 
 TEST_CASE("a connect string with a semicolon or an empty host is refused at construction", "[input_limits]") {

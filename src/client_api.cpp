@@ -20,6 +20,13 @@ std::tuple<Values...> run_blocking(Start&& start, zkr::error_code& ec) {
     return slot.wait(ec);
 }
 
+// A condition variable's wait_for adds the timeout to the steady clock's now, in nanoseconds:
+// milliseconds::max() overflowed there into the past, and the wait ended at once. 100 years is
+// for ever, in practice, and fits.
+std::chrono::milliseconds longest_wait(std::chrono::milliseconds timeout) {
+    return std::min(timeout, std::chrono::milliseconds(std::chrono::hours(24 * 365 * 100)));
+}
+
 [[noreturn]] void throw_error(zkr::error_code ec, const char* operation, const std::string& path) {
     std::string shown;
     for (char ch : path) shown += ch == '\0' ? std::string("\\0") : std::string(1, ch);
@@ -44,7 +51,7 @@ bool client::is_connected() const { return impl_->is_connected(); }
 std::int64_t client::session_id() const { return impl_->session_id(); }
 std::chrono::milliseconds client::session_timeout() const { return impl_->session_timeout(); }
 std::uint64_t client::session_count() const { return impl_->session_count(); }
-void client::wait_connected(std::chrono::milliseconds timeout) { impl_->wait_connected(timeout); }
+void client::wait_connected(std::chrono::milliseconds timeout) { impl_->wait_connected(longest_wait(timeout)); }
 
 subscription client::on_state_change(std::function<void(connection_state)> listener) {
     return impl_->on_state_change(std::move(listener));
@@ -208,7 +215,7 @@ std::optional<watch_event> watch::wait_for(std::chrono::milliseconds timeout) {
     watch_event ev;
     if (auto known = attach(*state_, slot)) {
         std::tie(ec, ev) = *known;
-    } else if (auto got = slot.wait_for(timeout, ec)) {
+    } else if (auto got = slot.wait_for(longest_wait(timeout), ec)) {
         std::tie(ev) = *got;
     } else {
         {

@@ -165,7 +165,7 @@ public:
 
     /// Blocks until connected. Throws zkr::system_error(errc::connect_timeout) naming the
     /// connect string (and DNS, when its host names do not resolve) after `timeout`, or
-    /// errc::client_closed.
+    /// errc::client_closed. milliseconds::max() waits for ever.
     void wait_connected(std::chrono::milliseconds timeout);
     /// wait_connected(options().connection_timeout).
     void wait_connected() { wait_connected(options().connection_timeout); }
