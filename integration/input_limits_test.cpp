@@ -56,6 +56,43 @@ void gets_the_lock_when_released(const std::string& path, lock_side holder_side,
     CHECK(queue_length(c, path) == 0);
 }
 
+// A raw ZooKeeper C handle, to ask the server itself what it makes of a path.
+class raw_handle {
+public:
+    explicit raw_handle(const std::string& connect) {
+        zh_ = zookeeper_init(connect.c_str(), &watcher, 10000, nullptr, this, 0);
+        REQUIRE(zh_);
+        std::unique_lock lock(mutex_);
+        REQUIRE(cv_.wait_for(lock, 10s, [&] { return state_ == ZOO_CONNECTED_STATE; }));
+    }
+    ~raw_handle() { zookeeper_close(zh_); }
+    int create(const std::string& path) {
+        return zoo_create(zh_, path.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, 0, nullptr, 0);
+    }
+
+private:
+    static void watcher(zhandle_t*, int type, int state, const char*, void* context) {
+        if (type != ZOO_SESSION_EVENT) return;
+        auto* self = static_cast<raw_handle*>(context);
+        std::lock_guard lock(self->mutex_);
+        self->state_ = state;
+        self->cv_.notify_all();
+    }
+    zhandle_t* zh_ = nullptr;
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    int state_ = 0;
+};
+
+std::string what_of(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const std::exception& e) {
+        return e.what();
+    }
+    return "(nothing thrown)";
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------ item 5: deadlines saturate
@@ -170,6 +207,70 @@ TEST_CASE("wait_connected and watch::wait_for with a timeout too long to represe
 }
 
 // ------------------------------------------------------------------ item 8: other input
+
+TEST_CASE("paths the server would refuse are refused up front as invalid_path, shown escaped", "[input_limits]") {
+    zkr::client c(test_options(test_connect_string()));
+    std::string base = unique_path("utf8");
+    c.create_parents(base);
+    raw_handle raw(test_connect_string());
+
+    struct bad {
+        std::string name;
+        const char* shown;
+    };
+    for (const auto& [name, shown] : {bad{"a\xff", "\\xff"}, bad{"a\xc3", "\\xc3"}, bad{"\xed\xa0\x80", "\\xed"},
+                                      bad{"a\xc2\x85", "U+0085"}, bad{"a\xee\x80\x80", "U+E000"},
+                                      bad{"a\xef\xbf\xb0", "U+FFF0"}, bad{"a\xf0\x9f\x98\x80", "U+1F600"}}) {
+        std::string path = base + "/" + name;
+        INFO(path);
+        // The server itself refuses them (ZBADARGUMENTS): the rule here is not stricter than its.
+        CHECK(raw.create(path) == ZBADARGUMENTS);
+        zkr::error_code ec;
+        c.create(path, "", zkr::create_mode::persistent, ec);
+        CHECK(ec == errc::invalid_path);
+        c.set_data(path, "", zkr::any_version, ec);
+        CHECK(ec == errc::invalid_path);
+        std::string what = what_of([&] { c.create(path); });
+        CHECK_THAT(what, Contains(shown));
+        what = what_of([&] { zkr::mutex m(c, path); });
+        CHECK_THAT(what, Contains(shown));
+    }
+    // Next to the refused ranges: the server takes them, and so does zkr.
+    for (std::string name : {"a~", "a\xc2\xa0", "a\xed\x9f\xbf", "a\xef\xa4\x80", "a\xef\xbf\xaf", "\xe6\x97\xa5"}) {
+        INFO(name);
+        CHECK(c.create(base + "/" + name).path == base + "/" + name);
+    }
+}
+
+TEST_CASE("a NUL in a path is shown escaped in every message that quotes the path", "[input_limits]") {
+    zkr::client c(test_options(test_connect_string()));
+    const std::string nul = std::string("/locks/a\0b", 10);
+    CHECK_THAT(what_of([&] { c.create(nul); }), Contains("/locks/a\\0b"));
+    CHECK_THAT(what_of([&] { c.get_data(nul); }), Contains("/locks/a\\0b"));
+    CHECK_THAT(what_of([&] { zkr::mutex m(c, nul); }), Contains("/locks/a\\0b") && Contains("NUL"));
+    CHECK_THAT(what_of([&] { zkr::shared_mutex m(c, nul); }), Contains("/locks/a\\0b") && Contains("NUL"));
+}
+
+TEST_CASE("locks under /zookeeper are refused while plain reads there stay allowed", "[input_limits]") {
+    zkr::client c(test_options(test_connect_string()));
+    for (const char* path : {"/zookeeper", "/zookeeper/locks", "/zookeeper/quota/x"}) {
+        INFO(path);
+        CHECK_THROWS_AS(zkr::mutex(c, path), std::invalid_argument);
+        CHECK_THAT(what_of([&] { zkr::mutex m(c, path); }), Contains("/zookeeper") && Contains("server's own"));
+        CHECK_THROWS_AS(zkr::shared_mutex(c, path), std::invalid_argument);
+    }
+    CHECK_NOTHROW(zkr::mutex(c, "/zookeeperx/lock"));
+    CHECK_NOTHROW(zkr::mutex(c, "/locks/zookeeper"));
+    CHECK(c.exists("/zookeeper").exists);
+    CHECK_NOTHROW(c.get_children("/zookeeper"));
+    // Under a chroot the full path counts.
+    zkr::client_options o = test_options(test_connect_string() + "/zookeeper");
+    zkr::client chrooted(o);
+    CHECK_THROWS_WITH(zkr::mutex(chrooted, "/locks/x"), Contains("/zookeeper/locks/x"));
+    zkr::client_options app = test_options(test_connect_string() + "/app");
+    zkr::client in_app(app);
+    CHECK_NOTHROW(zkr::mutex(in_app, "/zookeeper/x"));  // that is /app/zookeeper/x
+}
 
 TEST_CASE("a connect string with a semicolon or an empty host is refused at construction", "[input_limits]") {
     zkr::client_options o;

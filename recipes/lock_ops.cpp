@@ -1,6 +1,7 @@
 // The public locks' operations, on top of the lock engine.
 #include "zkr/detail/lock_ops.hpp"
 
+#include "connect_string.hpp"
 #include "lock_engine.hpp"
 #include "owner_data.hpp"
 #include "zkr/lock_hold.hpp"
@@ -68,8 +69,15 @@ acquire_options options_for(const lock_target& t, bool write, bool wait, bool as
 
 lock_target make_lock_target(client& c, std::string path, bool read_write, const char* who) {
     if (std::string problem = path_problem(path); !problem.empty())
-        throw std::invalid_argument(std::string(who) + ": invalid lock path \"" + path + "\": " + problem);
+        throw std::invalid_argument(std::string(who) + ": invalid lock path " + quoted_path(path) + ": " + problem);
     if (path == "/") throw std::invalid_argument(std::string(who) + ": the lock path must not be the root \"/\"");
+    // The server's own subtree (its quotas, its configuration) is no place for lock nodes.
+    std::string full = std::string(connect_string_chroot(c.options().connect)) + path;
+    if (full == "/zookeeper" || full.starts_with("/zookeeper/")) {
+        std::string shown = quoted_path(path) + (full == path ? "" : " (with the chroot, " + quoted_path(full) + ")");
+        throw std::invalid_argument(std::string(who) + ": the lock path " + shown +
+                                    " is under /zookeeper, the server's own subtree: locks may not be made there");
+    }
     return {lock_engine::of(*client_access::impl(c)), std::move(path), read_write};
 }
 

@@ -28,9 +28,7 @@ std::chrono::milliseconds longest_wait(std::chrono::milliseconds timeout) {
 }
 
 [[noreturn]] void throw_error(zkr::error_code ec, const char* operation, const std::string& path) {
-    std::string shown;
-    for (char ch : path) shown += ch == '\0' ? std::string("\\0") : std::string(1, ch);
-    std::string what = std::string("zkr::client::") + operation + " \"" + shown + "\"";
+    std::string what = std::string("zkr::client::") + operation + " " + quoted_path(path);
     if (ec == errc::invalid_path) what += ": " + path_problem(path);
     throw zkr::system_error(ec, what);
 }
@@ -204,7 +202,7 @@ watch_event watch::wait() {
     } else {
         std::tie(ev) = slot.wait(ec);
     }
-    if (ec) throw zkr::system_error(ec, "zkr::watch::wait \"" + state_->path + "\"");
+    if (ec) throw zkr::system_error(ec, "zkr::watch::wait " + quoted_path(state_->path));
     return ev;
 }
 
@@ -228,7 +226,7 @@ std::optional<watch_event> watch::wait_for(std::chrono::milliseconds timeout) {
         // It fired as we gave up: the slot is being filled; take it.
         std::tie(ev) = slot.wait(ec);
     }
-    if (ec) throw zkr::system_error(ec, "zkr::watch::wait_for \"" + state_->path + "\"");
+    if (ec) throw zkr::system_error(ec, "zkr::watch::wait_for " + quoted_path(state_->path));
     return ev;
 }
 
