@@ -56,6 +56,23 @@ void gets_the_lock_when_released(const std::string& path, lock_side holder_side,
     CHECK(queue_length(c, path) == 0);
 }
 
+// Joins a polling thread even when a REQUIRE ends the test early.
+struct sampler {
+    std::atomic<bool> stop{false};
+    std::thread thread;
+    template <class F>
+    explicit sampler(F f) : thread([this, f] {
+                                while (!stop) {
+                                    f();
+                                    std::this_thread::sleep_for(1ms);  // a poll, not a synchronisation
+                                }
+                            }) {}
+    ~sampler() {
+        stop = true;
+        thread.join();
+    }
+};
+
 // A raw ZooKeeper C handle, to ask the server itself what it makes of a path.
 class raw_handle {
 public:
@@ -206,6 +223,182 @@ TEST_CASE("wait_connected and watch::wait_for with a timeout too long to represe
     }
 }
 
+// ------------------------------------------------------------------ item 7: sizes
+
+TEST_CASE("an oversized path or request is refused before it is sent, and no other hold notices", "[input_limits]") {
+    zkr::client c(test_options(test_connect_string()));
+    c.wait_connected(10s);
+    std::string base = unique_path("limits");
+    c.create_parents(base);
+    zkr::test::state_log states(c);
+    std::uint64_t sessions = c.session_count();
+
+    // A hold taken before, through a second mutex on the same client, watched all along.
+    zkr::mutex kept(c, base + "/kept");
+    zkr::lock_hold hold = kept.async_lock(asio::use_future).get();
+    REQUIRE(hold.state() == zkr::lock_state::held);
+    std::atomic<int> lost_calls{0};
+    auto lost_subscription = kept.on_lost([&](const std::string&) { ++lost_calls; });
+    std::atomic<int> not_held{0};
+    sampler watch_hold([&] {
+        if (hold.state() != zkr::lock_state::held) ++not_held;
+    });
+
+    const std::string big = base + "/" + std::string(1100 * 1024, 'a');  // 1.1 MiB
+    const std::string small = base + "/small";
+    const std::string big_data(1100 * 1024, 'x');
+    // The message names the limit, shows a truncated path and how long it really is. (Only its
+    // start is matched: a failure must not print a 1 MiB message.)
+    auto names_the_limit = [&](const std::string& what) {
+        CHECK(what.size() < 600);
+        CHECK_THAT(what.substr(0, 600), Contains("max_request_size") && Contains("bytes"));
+    };
+    auto shows_the_big_path = [&](const std::string& what) {
+        CHECK_THAT(what.substr(0, 600), Contains(base + "/aaaa") && Contains(std::to_string(big.size()) + " bytes"));
+    };
+
+    SECTION("the lock constructors refuse an oversized lock path") {
+        std::string what = what_of([&] { zkr::mutex m(c, big); });
+        CHECK_THAT(what, Contains("zkr::mutex"));
+        names_the_limit(what);
+        shows_the_big_path(what);
+        CHECK_THROWS_AS(zkr::mutex(c, big), std::invalid_argument);
+        what = what_of([&] { zkr::shared_mutex m(c, big); });
+        CHECK_THAT(what, Contains("zkr::shared_mutex"));
+        names_the_limit(what);
+        CHECK_THROWS_AS(zkr::shared_mutex(c, big), std::invalid_argument);
+        // Short of the limit, but no room left for the lock node's name and owner data.
+        std::string nearly = base + "/" + std::string(c.options().max_request_size - base.size() - 100, 'b');
+        what = what_of([&] { zkr::mutex m(c, nearly); });
+        names_the_limit(what);
+    }
+    SECTION("every request with an oversized path fails with bad_arguments, at once") {
+        auto started = steady::now();
+        names_the_limit(what_of([&] { c.create(big); }));
+        shows_the_big_path(what_of([&] { c.create(big); }));
+        REQUIRE(steady::now() - started < 1s);  // nothing was sent (it was resent for ever before)
+        zkr::error_code ec;
+        c.create(big, "", zkr::create_mode::ephemeral_sequential, ec);
+        CHECK(ec == errc::bad_arguments);
+        c.get_data(big, ec);
+        CHECK(ec == errc::bad_arguments);
+        c.exists(big, ec);
+        CHECK(ec == errc::bad_arguments);
+        c.exists(big, zkr::set_watch, ec);
+        CHECK(ec == errc::bad_arguments);
+        c.get_children(big, ec);
+        CHECK(ec == errc::bad_arguments);
+        c.set_data(big, "", zkr::any_version, ec);
+        CHECK(ec == errc::bad_arguments);
+        c.remove(big, zkr::any_version, ec);
+        CHECK(ec == errc::bad_arguments);
+        c.multi({zkr::op::check{big}}, ec);
+        CHECK(ec == errc::bad_arguments);
+        c.create_parents(big, zkr::create_mode::persistent, ec);
+        CHECK(ec == errc::bad_arguments);
+        auto async = c.async_get_data(big, asio::use_future);
+        try {
+            async.get();
+            FAIL("not refused");
+        } catch (const zkr::system_error& e) {
+            CHECK(e.code() == errc::bad_arguments);
+        }
+        for (const char* op : {"get_data", "exists", "get_children", "remove", "set_data", "create_parents"}) {
+            INFO(op);
+            std::string what = what_of([&] {
+                std::string o = op;
+                if (o == "get_data") c.get_data(big);
+                if (o == "exists") c.exists(big);
+                if (o == "get_children") c.get_children(big);
+                if (o == "remove") c.remove(big);
+                if (o == "set_data") c.set_data(big, "");
+                if (o == "create_parents") c.create_parents(big);
+            });
+            names_the_limit(what);
+            shows_the_big_path(what);
+        }
+        CHECK(steady::now() - started < 2s);
+    }
+    SECTION("data over the limit fails with bad_arguments, at once") {
+        auto started = steady::now();
+        names_the_limit(what_of([&] { c.create(small, big_data); }));
+        names_the_limit(what_of([&] { c.set_data(small, big_data); }));
+        zkr::error_code ec;
+        c.create(small, big_data, zkr::create_mode::persistent, ec);
+        CHECK(ec == errc::bad_arguments);
+        // A multi over the limit as a whole, each op well within it.
+        std::vector<zkr::multi_op> ops{zkr::op::create{small + "-1", std::string(600 * 1024, 'x')},
+                                       zkr::op::create{small + "-2", std::string(600 * 1024, 'x')}};
+        c.multi(ops, ec);
+        CHECK(ec == errc::bad_arguments);
+        names_the_limit(what_of([&] { c.multi(ops); }));
+        // Many small ops add up too: each carries a header of its own.
+        std::vector<zkr::multi_op> checks(80'000, zkr::op::check{small});
+        c.multi(checks, ec);
+        CHECK(ec == errc::bad_arguments);
+        CHECK(steady::now() - started < 2s);
+        CHECK_FALSE(c.exists(small).exists);
+    }
+
+    // Nothing of it reached the session: no state change, no new session, the hold held throughout.
+    CHECK(c.is_connected());
+    CHECK(c.session_count() == sessions);
+    CHECK(states.snapshot().empty());
+    CHECK(hold.state() == zkr::lock_state::held);
+    CHECK(not_held == 0);
+    CHECK(lost_calls == 0);
+    hold.unlock();
+}
+
+TEST_CASE("the size check counts a request as the server does: the largest it allows is taken", "[input_limits]") {
+    // Held to the server's own limit exactly (its default jute.maxbuffer), with no headroom: a
+    // request of that size must go through, one byte more must not be sent.
+    zkr::client_options o = test_options(test_connect_string());
+    o.max_request_size = zkr::client_options::server_default_max_buffer;
+    zkr::client c(o);
+    c.wait_connected(10s);
+    zkr::test::state_log states(c);
+    std::string base = unique_path("limit-edge");
+    c.create_parents(base);
+    const std::string node = base + "/n";
+    const std::size_t limit = o.max_request_size;
+    // Jute: xid and type (8), then each string with a 4-byte length.
+    const std::size_t create_overhead = 8 + 4 + node.size() + 4 + (4 + 4 + 4 + 5 + 4 + 6) + 4;  // ACL world:anyone
+    const std::size_t set_overhead = 8 + 4 + node.size() + 4 + 4;
+
+    zkr::error_code ec;
+    c.create(node, std::string(limit - create_overhead + 1, 'x'), zkr::create_mode::persistent, ec);
+    CHECK(ec == errc::bad_arguments);
+    CHECK(c.create(node, std::string(limit - create_overhead, 'x')).path == node);
+    CHECK(c.get_data(node).data.size() == limit - create_overhead);
+
+    c.set_data(node, std::string(limit - set_overhead + 1, 'y'), zkr::any_version, ec);
+    CHECK(ec == errc::bad_arguments);
+    c.set_data(node, std::string(limit - set_overhead, 'y'));
+    CHECK(c.get_data(node).data == std::string(limit - set_overhead, 'y'));
+
+    // A multi: its header, each op's header (9 bytes) and the closing one.
+    const std::size_t check_size = 9 + 4 + node.size() + 4;
+    const std::size_t set_in_multi = 9 + 4 + node.size() + 4 + 4;
+    std::size_t data = limit - 8 - check_size - set_in_multi - 9;
+    std::vector<zkr::multi_op> ops{zkr::op::check{node}, zkr::op::set_data{node, std::string(data + 1, 'z')}};
+    c.multi(ops, ec);
+    CHECK(ec == errc::bad_arguments);
+    ops[1] = zkr::op::set_data{node, std::string(data, 'z')};
+    CHECK(c.multi(ops).size() == 2);
+
+    // A read of a path as long as the limit allows: answered (no node), not dropped.
+    std::string long_path = base + "/" + std::string(limit - 8 - 4 - 1 - base.size() - 1, 'p');
+    CHECK(c.exists(long_path + "p", ec).exists == false);
+    CHECK(ec == errc::bad_arguments);
+    CHECK_FALSE(c.exists(long_path).exists);
+
+    // The server took each of them: no connection was dropped on the way.
+    CHECK(states.snapshot().empty());
+    CHECK(c.session_count() == 1);
+    c.remove(node);
+}
+
 // ------------------------------------------------------------------ item 8: other input
 
 TEST_CASE("paths the server would refuse are refused up front as invalid_path, shown escaped", "[input_limits]") {
@@ -247,6 +440,8 @@ TEST_CASE("a NUL in a path is shown escaped in every message that quotes the pat
     const std::string nul = std::string("/locks/a\0b", 10);
     CHECK_THAT(what_of([&] { c.create(nul); }), Contains("/locks/a\\0b"));
     CHECK_THAT(what_of([&] { c.get_data(nul); }), Contains("/locks/a\\0b"));
+    CHECK_THAT(what_of([&] { c.multi({zkr::op::check{"/locks"}, zkr::op::check{nul}}); }),
+               Contains("op 1") && Contains("/locks/a\\0b") && Contains("NUL"));
     CHECK_THAT(what_of([&] { zkr::mutex m(c, nul); }), Contains("/locks/a\\0b") && Contains("NUL"));
     CHECK_THAT(what_of([&] { zkr::shared_mutex m(c, nul); }), Contains("/locks/a\\0b") && Contains("NUL"));
 }

@@ -4,6 +4,7 @@
 #include "connect_string.hpp"
 #include "lock_engine.hpp"
 #include "owner_data.hpp"
+#include "request_limits.hpp"
 #include "zkr/lock_hold.hpp"
 #include "zkr/log.hpp"
 #include "zkr/mutex.hpp"
@@ -78,6 +79,14 @@ lock_target make_lock_target(client& c, std::string path, bool read_write, const
         throw std::invalid_argument(std::string(who) + ": the lock path " + shown +
                                     " is under /zookeeper, the server's own subtree: locks may not be made there");
     }
+    // Room for the lock nodes under it: a name (protection uuid, kind, sequence) and owner data.
+    constexpr std::size_t lock_node_room = 512;
+    request_sizer sizer(c.options());
+    if (std::size_t request = sizer.create(path.size() + lock_node_room, lock_node_room); !sizer.fits(request))
+        throw std::invalid_argument(std::string(who) + ": the lock path " + quoted_path(path) +
+                                    " is too long: creating a lock node under it would take up to " + std::to_string(request) +
+                                    " bytes, over client_options::max_request_size (" + std::to_string(sizer.limit()) +
+                                    " bytes)");
     return {lock_engine::of(*client_access::impl(c)), std::move(path), read_write};
 }
 

@@ -1,6 +1,7 @@
 // zkr::client and zkr::watch: the public, blocking and non-template side.
 #include "client_impl.hpp"
 
+#include "request_limits.hpp"
 #include "zkr/path.hpp"
 
 #include <boost/asio/system_executor.hpp>
@@ -27,9 +28,16 @@ std::chrono::milliseconds longest_wait(std::chrono::milliseconds timeout) {
     return std::min(timeout, std::chrono::milliseconds(std::chrono::hours(24 * 365 * 100)));
 }
 
-[[noreturn]] void throw_error(zkr::error_code ec, const char* operation, const std::string& path) {
+// `request_size`: what the request would take (request_sizer), to say so if it was refused for it.
+[[noreturn]] void throw_error(zkr::error_code ec, const char* operation, const std::string& path,
+                              const client_options& options, std::size_t request_size) {
     std::string what = std::string("zkr::client::") + operation + " " + quoted_path(path);
-    if (ec == errc::invalid_path) what += ": " + path_problem(path);
+    if (ec == errc::invalid_path) {
+        what += ": " + path_problem(path);
+    } else if (ec == errc::bad_arguments) {
+        if (std::string why = detail::request_sizer(options).problem(request_size); !why.empty()) what += ": " + why;
+        else if (path == "/" && std::string_view(operation) == "remove") what += ": the root node cannot be removed";
+    }
     throw zkr::system_error(ec, what);
 }
 
@@ -62,8 +70,9 @@ create_result client::create(std::string path, std::string data, create_mode mod
 }
 create_result client::create(std::string path, std::string data, create_mode mode) {
     zkr::error_code ec;
+    std::size_t request = detail::request_sizer(options()).create(path.size(), data.size());
     auto r = create(path, std::move(data), mode, ec);
-    if (ec) throw_error(ec, "create", path);
+    if (ec) throw_error(ec, "create", path, options(), request);
     return r;
 }
 
@@ -73,24 +82,24 @@ void client::remove(std::string path, std::int32_t version, zkr::error_code& ec)
 void client::remove(std::string path, std::int32_t version) {
     zkr::error_code ec;
     remove(path, version, ec);
-    if (ec) throw_error(ec, "remove", path);
+    if (ec) throw_error(ec, "remove", path, options(), detail::request_sizer(options()).remove(path.size()));
 }
 
 namespace {
 template <class Result, class Start>
-Result blocking_read(Start start, const char* operation, const std::string& path) {
+Result blocking_read(Start start, const char* operation, const std::string& path, const client_options& options) {
     zkr::error_code ec;
     auto [r] = run_blocking<Result>(start, ec);
-    if (ec) throw_error(ec, operation, path);
+    if (ec) throw_error(ec, operation, path, options, detail::request_sizer(options).read(path.size()));
     return std::move(r);
 }
 }  // namespace
 
 exists_result client::exists(std::string path) {
-    return blocking_read<exists_result>([&](auto done) { impl_->exists(path, false, std::move(done)); }, "exists", path);
+    return blocking_read<exists_result>([&](auto done) { impl_->exists(path, false, std::move(done)); }, "exists", path, options());
 }
 exists_result client::exists(std::string path, set_watch_t) {
-    return blocking_read<exists_result>([&](auto done) { impl_->exists(path, true, std::move(done)); }, "exists", path);
+    return blocking_read<exists_result>([&](auto done) { impl_->exists(path, true, std::move(done)); }, "exists", path, options());
 }
 exists_result client::exists(std::string path, zkr::error_code& ec) {
     auto [r] = run_blocking<exists_result>([&](auto done) { impl_->exists(std::move(path), false, std::move(done)); }, ec);
@@ -102,10 +111,10 @@ exists_result client::exists(std::string path, set_watch_t, zkr::error_code& ec)
 }
 
 data_result client::get_data(std::string path) {
-    return blocking_read<data_result>([&](auto done) { impl_->get_data(path, false, std::move(done)); }, "get_data", path);
+    return blocking_read<data_result>([&](auto done) { impl_->get_data(path, false, std::move(done)); }, "get_data", path, options());
 }
 data_result client::get_data(std::string path, set_watch_t) {
-    return blocking_read<data_result>([&](auto done) { impl_->get_data(path, true, std::move(done)); }, "get_data", path);
+    return blocking_read<data_result>([&](auto done) { impl_->get_data(path, true, std::move(done)); }, "get_data", path, options());
 }
 data_result client::get_data(std::string path, zkr::error_code& ec) {
     auto [r] = run_blocking<data_result>([&](auto done) { impl_->get_data(std::move(path), false, std::move(done)); }, ec);
@@ -123,18 +132,19 @@ zkr::stat client::set_data(std::string path, std::string data, std::int32_t vers
 }
 zkr::stat client::set_data(std::string path, std::string data, std::int32_t version) {
     zkr::error_code ec;
+    std::size_t request = detail::request_sizer(options()).set_data(path.size(), data.size());
     auto r = set_data(path, std::move(data), version, ec);
-    if (ec) throw_error(ec, "set_data", path);
+    if (ec) throw_error(ec, "set_data", path, options(), request);
     return r;
 }
 
 children_result client::get_children(std::string path) {
     return blocking_read<children_result>([&](auto done) { impl_->get_children(path, false, std::move(done)); },
-                                          "get_children", path);
+                                          "get_children", path, options());
 }
 children_result client::get_children(std::string path, set_watch_t) {
     return blocking_read<children_result>([&](auto done) { impl_->get_children(path, true, std::move(done)); },
-                                          "get_children", path);
+                                          "get_children", path, options());
 }
 children_result client::get_children(std::string path, zkr::error_code& ec) {
     auto [r] = run_blocking<children_result>(
@@ -154,8 +164,27 @@ std::vector<multi_op_result> client::multi(std::vector<multi_op> ops, zkr::error
 }
 std::vector<multi_op_result> client::multi(std::vector<multi_op> ops) {
     zkr::error_code ec;
+    std::size_t count = ops.size(), request = detail::request_sizer(options()).multi(ops);
+    // The first op refused for its path, if any: the message names it.
+    std::string refused;
+    for (std::size_t i = 0; i < ops.size() && refused.empty(); ++i) {
+        std::visit(
+            [&](const auto& x) {
+                bool sequential = false;
+                if constexpr (std::is_same_v<std::decay_t<decltype(x)>, op::create>) sequential = is_sequential(x.mode);
+                if (std::string problem = path_problem(x.path, sequential); !problem.empty())
+                    refused = "op " + std::to_string(i) + ", " + quoted_path(x.path) + ": " + problem;
+            },
+            ops[i]);
+    }
     auto r = multi(std::move(ops), ec);
-    if (ec) throw zkr::system_error(ec, "zkr::client::multi");
+    if (ec) {
+        std::string what = "zkr::client::multi of " + std::to_string(count) + " ops";
+        if (ec == errc::invalid_path && !refused.empty()) what += ": " + refused;
+        else if (std::string why = detail::request_sizer(options()).problem(request); ec == errc::bad_arguments && !why.empty())
+            what += ": " + why;
+        throw zkr::system_error(ec, what);
+    }
     return r;
 }
 
@@ -165,7 +194,7 @@ void client::create_parents(const std::string& path, create_mode parents_mode, z
 void client::create_parents(const std::string& path, create_mode parents_mode) {
     zkr::error_code ec;
     create_parents(path, parents_mode, ec);
-    if (ec) throw_error(ec, "create_parents", path);
+    if (ec) throw_error(ec, "create_parents", path, options(), detail::request_sizer(options()).create(path.size(), 0));
 }
 
 // ---------------------------------------------------------------- watch

@@ -15,6 +15,7 @@
 #include <boost/asio/deferred.hpp>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -33,6 +34,9 @@ struct digest_credentials {
 /// What a zkr::client connects to and how it behaves. The client's constructor checks the options
 /// and throws std::invalid_argument naming the one that is wrong.
 struct client_options {
+    /// ZooKeeper's default jute.maxbuffer: the most a server reads in one request (0xfffff bytes).
+    static constexpr std::size_t server_default_max_buffer = 0xfffff;
+
     /// "host:port[,host:port...][/chroot]" (hosts separated by ',').
     std::string connect{};
     /// Requested session timeout; the server clamps it to its [min, max] (2 to 20 ticks by default).
@@ -46,6 +50,16 @@ struct client_options {
     std::vector<digest_credentials> auth{};
     /// ACL of created nodes.
     zkr::acl default_acl = open_acl_unsafe();
+    /// The largest request, in bytes, the client sends, counted as the server counts it against
+    /// its jute.maxbuffer: the whole request (its header, every path with the chroot, data, ACL,
+    /// and for a multi each op's header). A larger one fails at once with errc::bad_arguments and
+    /// nothing is sent: a server drops the connection of a request over its jute.maxbuffer (and
+    /// the C client would send it again on every reconnection). Lock paths are held to it with
+    /// room for their lock nodes (1 KiB). Default: the server's default jute.maxbuffer less 1 KiB
+    /// for the packet overhead a follower adds when it forwards a write to the leader (1,047,551
+    /// bytes). With servers whose jute.maxbuffer is raised, raise it to theirs less 1 KiB.
+    /// At least 4096 and at most 2^31 - 1.
+    std::size_t max_request_size = server_default_max_buffer - 1024;
     /// Where completions and state callbacks run. Default: a handler thread of the client's own.
     std::optional<boost::asio::any_io_executor> executor{};
 };
