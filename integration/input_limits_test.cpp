@@ -474,3 +474,46 @@ TEST_CASE("a connect string with a semicolon or an empty host is refused at cons
     o.connect = "[]:2181";
     CHECK_THROWS_WITH(zkr::client(o), Contains("zkr::client_options::connect") && Contains("no host"));
 }
+
+TEST_CASE("a session timeout below what any server grants is refused, saying what it would get", "[input_limits]") {
+    zkr::client_options o;
+    o.connect = "127.0.0.1:2181";
+    for (auto t : {1ms, 10ms, 99ms}) {
+        o.session_timeout = t;
+        std::string what = what_of([&] { zkr::client c(o); });
+        CHECK_THAT(what, Contains("session_timeout") && Contains(std::to_string(t.count()) + " ms") &&
+                             Contains("minSessionTimeout") && Contains("tickTime"));
+        CHECK_THROWS_AS(zkr::client(o), std::invalid_argument);
+    }
+}
+
+TEST_CASE("a negotiated session timeout that differs from the request is logged at info", "[input_limits]") {
+    std::mutex mutex;
+    std::vector<std::pair<zkr::log::level, std::string>> lines;
+    auto old_threshold = zkr::log::threshold();
+    zkr::log::set_threshold(zkr::log::level::info);
+    zkr::log::set_sink([&](zkr::log::level l, std::string_view m) {
+        std::lock_guard lock(mutex);
+        lines.emplace_back(l, std::string(m));
+    });
+    {
+        // The test servers grant 400 ms to 20 s.
+        zkr::client c(test_options(test_connect_string(), 60'000ms));
+        c.wait_connected(10s);
+        CHECK(c.session_timeout() == 20'000ms);
+        zkr::client d(test_options(test_connect_string(), 4000ms));
+        d.wait_connected(10s);
+        CHECK(d.session_timeout() == 4000ms);
+    }
+    zkr::log::flush();
+    zkr::log::set_sink({});
+    zkr::log::set_threshold(old_threshold);
+    std::lock_guard lock(mutex);
+    auto granted = std::count_if(lines.begin(), lines.end(), [](const auto& l) {
+        return l.first == zkr::log::level::info && l.second.find("20000 ms") != std::string::npos &&
+               l.second.find("60000 ms") != std::string::npos;
+    });
+    CHECK(granted == 1);
+    CHECK(std::none_of(lines.begin(), lines.end(),
+                       [](const auto& l) { return l.second.find("4000 ms requested") != std::string::npos; }));
+}

@@ -29,6 +29,13 @@ client_options validated(client_options o) {
         throw std::invalid_argument("zkr::client_options::session_timeout must be positive, got " + describe(o.session_timeout));
     if (o.session_timeout.count() > std::numeric_limits<int>::max())
         throw std::invalid_argument("zkr::client_options::session_timeout is too large: " + describe(o.session_timeout));
+    if (o.session_timeout < client_options::min_session_timeout)
+        throw std::invalid_argument(
+            "zkr::client_options::session_timeout is " + describe(o.session_timeout) + ", below the " +
+            describe(client_options::min_session_timeout) +
+            " zkr accepts: no ZooKeeper server grants so short a session. A server keeps the timeout within its "
+            "[minSessionTimeout, maxSessionTimeout], by default [2, 20] x tickTime (4000 ms to 40000 ms with the usual "
+            "tickTime of 2000 ms), and would grant its minimum instead (were seconds meant?)");
     if (o.max_request_size < 4096 || o.max_request_size > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
         throw std::invalid_argument("zkr::client_options::max_request_size must be within 4096 to 2^31 - 1 bytes (a server's "
                                     "jute.maxbuffer less 1 KiB; default " +

@@ -34,12 +34,19 @@ struct digest_credentials {
 /// What a zkr::client connects to and how it behaves. The client's constructor checks the options
 /// and throws std::invalid_argument naming the one that is wrong.
 struct client_options {
+    /// The shortest session_timeout zkr accepts (100 ms). No server grants less in practice: it
+    /// keeps a request within its [minSessionTimeout, maxSessionTimeout], by default [2, 20] x
+    /// tickTime (4 s to 40 s with the usual tick of 2 s), so a shorter one is most likely seconds
+    /// written as milliseconds.
+    static constexpr std::chrono::milliseconds min_session_timeout{100};
     /// ZooKeeper's default jute.maxbuffer: the most a server reads in one request (0xfffff bytes).
     static constexpr std::size_t server_default_max_buffer = 0xfffff;
 
     /// "host:port[,host:port...][/chroot]" (hosts separated by ',').
     std::string connect{};
-    /// Requested session timeout; the server clamps it to its [min, max] (2 to 20 ticks by default).
+    /// Requested session timeout, at least min_session_timeout. The server clamps it to its
+    /// [minSessionTimeout, maxSessionTimeout] (2 to 20 ticks by default) and the client uses what
+    /// it granted (session_timeout() on the client; logged at info when it differs).
     std::chrono::milliseconds session_timeout{10'000};
     /// How long the blocking wait for the first connection waits when no time is given.
     std::chrono::milliseconds connection_timeout{15'000};
