@@ -517,3 +517,21 @@ TEST_CASE("a negotiated session timeout that differs from the request is logged 
     CHECK(std::none_of(lines.begin(), lines.end(),
                        [](const auto& l) { return l.second.find("4000 ms requested") != std::string::npos; }));
 }
+
+// ------------------------------------------------------------------ item 9a: before the first session
+
+TEST_CASE("before its first session a client says it is connecting, not suspended", "[input_limits]") {
+    zkr::client_options o;
+    o.connect = "127.0.0.1:1";  // nothing listens there: it stays before its first session
+    zkr::client c(o);
+    CHECK(std::string(zkr::to_string(c.state())) == "connecting");
+    CHECK_FALSE(c.is_connected());
+    c.close();
+    CHECK(c.state() == zkr::connection_state::closed);
+
+    zkr::client live(test_options(test_connect_string()));
+    auto first = std::string(zkr::to_string(live.state()));
+    CHECK((first == "connecting" || first == "connected"));
+    live.wait_connected(10s);
+    CHECK(live.state() == zkr::connection_state::connected);
+}

@@ -281,6 +281,7 @@ const char* to_string(connection_state s) noexcept {
         case connection_state::reconnected: return "reconnected";
         case connection_state::lost: return "lost";
         case connection_state::closed: return "closed";
+        case connection_state::connecting: return "connecting";
     }
     return "?";
 }

@@ -67,6 +67,11 @@ std::string describe_open_failure(int err, const std::string& connect) {
 }  // namespace
 
 void client_impl::start() {
+    {
+        // Not suspended: there is no session yet to be cut off from.
+        std::lock_guard lock(state_mutex_);
+        state_ = connection_state::connecting;
+    }
     rt_->start();
     asio::post(rt_->session, [weak = weak_from_this()] {
         if (auto self = weak.lock()) {

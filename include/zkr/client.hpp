@@ -173,7 +173,8 @@ public:
     void close();
 
     /// The state, live: a connection the C client already knows to be down reads `suspended`
-    /// (or `lost`) before the event reaches the listeners.
+    /// (or `lost`) before the event reaches the listeners. `connecting` until the first session
+    /// is established (then never again: a client between sessions is `lost`).
     connection_state state() const;
     /// True while state() is connected or reconnected: the connection is up on a session.
     bool is_connected() const;
@@ -191,7 +192,8 @@ public:
     /// wait_connected(options().connection_timeout).
     void wait_connected() { wait_connected(options().connection_timeout); }
 
-    /// Calls `listener` with every state change, in order, on the client's executor.
+    /// Calls `listener` with every state change, in order, on the client's executor (never with
+    /// `connecting`: that is where a client starts, not a change).
     subscription on_state_change(std::function<void(connection_state)> listener);
 
     /// Completes at once if connected, else with the next connection; errc::client_closed when
@@ -200,8 +202,8 @@ public:
     auto async_wait_connected(CompletionToken&& token = {}) {
         return start<void(error_code)>(token, [](auto h, auto& c) { detail::start_wait_connected(c, std::move(h)); });
     }
-    /// Completes with the next state change. Handler: void(error_code, connection_state).
-    /// Not cancellable; ends with errc::client_closed.
+    /// Completes with the next state change (never `connecting`). Handler: void(error_code,
+    /// connection_state). Not cancellable; ends with errc::client_closed.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_next_state(CompletionToken&& token = {}) {
         return start<void(error_code, connection_state)>(
