@@ -1,6 +1,7 @@
 // zkr::client and zkr::watch: the public, blocking and non-template side.
 #include "client_impl.hpp"
 
+#include "request_limits.hpp"
 #include "zkr/path.hpp"
 
 #include <boost/asio/system_executor.hpp>
@@ -20,11 +21,23 @@ std::tuple<Values...> run_blocking(Start&& start, zkr::error_code& ec) {
     return slot.wait(ec);
 }
 
-[[noreturn]] void throw_error(zkr::error_code ec, const char* operation, const std::string& path) {
-    std::string shown;
-    for (char ch : path) shown += ch == '\0' ? std::string("\\0") : std::string(1, ch);
-    std::string what = std::string("zkr::client::") + operation + " \"" + shown + "\"";
-    if (ec == errc::invalid_path) what += ": " + path_problem(path);
+// A condition variable's wait_for adds the timeout to the steady clock's now, in nanoseconds:
+// milliseconds::max() overflowed there into the past, and the wait ended at once. 100 years is
+// for ever, in practice, and fits.
+std::chrono::milliseconds longest_wait(std::chrono::milliseconds timeout) {
+    return std::min(timeout, std::chrono::milliseconds(std::chrono::hours(24 * 365 * 100)));
+}
+
+// `request_size`: what the request would take (request_sizer), to say so if it was refused for it.
+[[noreturn]] void throw_error(zkr::error_code ec, const char* operation, const std::string& path,
+                              const client_options& options, std::size_t request_size) {
+    std::string what = std::string("zkr::client::") + operation + " " + quoted_path(path);
+    if (ec == errc::invalid_path) {
+        what += ": " + path_problem(path);
+    } else if (ec == errc::bad_arguments) {
+        if (std::string why = detail::request_sizer(options).problem(request_size); !why.empty()) what += ": " + why;
+        else if (path == "/" && std::string_view(operation) == "remove") what += ": the root node cannot be removed";
+    }
     throw zkr::system_error(ec, what);
 }
 
@@ -44,7 +57,7 @@ bool client::is_connected() const { return impl_->is_connected(); }
 std::int64_t client::session_id() const { return impl_->session_id(); }
 std::chrono::milliseconds client::session_timeout() const { return impl_->session_timeout(); }
 std::uint64_t client::session_count() const { return impl_->session_count(); }
-void client::wait_connected(std::chrono::milliseconds timeout) { impl_->wait_connected(timeout); }
+void client::wait_connected(std::chrono::milliseconds timeout) { impl_->wait_connected(longest_wait(timeout)); }
 
 subscription client::on_state_change(std::function<void(connection_state)> listener) {
     return impl_->on_state_change(std::move(listener));
@@ -57,8 +70,9 @@ create_result client::create(std::string path, std::string data, create_mode mod
 }
 create_result client::create(std::string path, std::string data, create_mode mode) {
     zkr::error_code ec;
+    std::size_t request = detail::request_sizer(options()).create(path.size(), data.size());
     auto r = create(path, std::move(data), mode, ec);
-    if (ec) throw_error(ec, "create", path);
+    if (ec) throw_error(ec, "create", path, options(), request);
     return r;
 }
 
@@ -68,24 +82,24 @@ void client::remove(std::string path, std::int32_t version, zkr::error_code& ec)
 void client::remove(std::string path, std::int32_t version) {
     zkr::error_code ec;
     remove(path, version, ec);
-    if (ec) throw_error(ec, "remove", path);
+    if (ec) throw_error(ec, "remove", path, options(), detail::request_sizer(options()).remove(path.size()));
 }
 
 namespace {
 template <class Result, class Start>
-Result blocking_read(Start start, const char* operation, const std::string& path) {
+Result blocking_read(Start start, const char* operation, const std::string& path, const client_options& options) {
     zkr::error_code ec;
     auto [r] = run_blocking<Result>(start, ec);
-    if (ec) throw_error(ec, operation, path);
+    if (ec) throw_error(ec, operation, path, options, detail::request_sizer(options).read(path.size()));
     return std::move(r);
 }
 }  // namespace
 
 exists_result client::exists(std::string path) {
-    return blocking_read<exists_result>([&](auto done) { impl_->exists(path, false, std::move(done)); }, "exists", path);
+    return blocking_read<exists_result>([&](auto done) { impl_->exists(path, false, std::move(done)); }, "exists", path, options());
 }
 exists_result client::exists(std::string path, set_watch_t) {
-    return blocking_read<exists_result>([&](auto done) { impl_->exists(path, true, std::move(done)); }, "exists", path);
+    return blocking_read<exists_result>([&](auto done) { impl_->exists(path, true, std::move(done)); }, "exists", path, options());
 }
 exists_result client::exists(std::string path, zkr::error_code& ec) {
     auto [r] = run_blocking<exists_result>([&](auto done) { impl_->exists(std::move(path), false, std::move(done)); }, ec);
@@ -97,10 +111,10 @@ exists_result client::exists(std::string path, set_watch_t, zkr::error_code& ec)
 }
 
 data_result client::get_data(std::string path) {
-    return blocking_read<data_result>([&](auto done) { impl_->get_data(path, false, std::move(done)); }, "get_data", path);
+    return blocking_read<data_result>([&](auto done) { impl_->get_data(path, false, std::move(done)); }, "get_data", path, options());
 }
 data_result client::get_data(std::string path, set_watch_t) {
-    return blocking_read<data_result>([&](auto done) { impl_->get_data(path, true, std::move(done)); }, "get_data", path);
+    return blocking_read<data_result>([&](auto done) { impl_->get_data(path, true, std::move(done)); }, "get_data", path, options());
 }
 data_result client::get_data(std::string path, zkr::error_code& ec) {
     auto [r] = run_blocking<data_result>([&](auto done) { impl_->get_data(std::move(path), false, std::move(done)); }, ec);
@@ -118,18 +132,19 @@ zkr::stat client::set_data(std::string path, std::string data, std::int32_t vers
 }
 zkr::stat client::set_data(std::string path, std::string data, std::int32_t version) {
     zkr::error_code ec;
+    std::size_t request = detail::request_sizer(options()).set_data(path.size(), data.size());
     auto r = set_data(path, std::move(data), version, ec);
-    if (ec) throw_error(ec, "set_data", path);
+    if (ec) throw_error(ec, "set_data", path, options(), request);
     return r;
 }
 
 children_result client::get_children(std::string path) {
     return blocking_read<children_result>([&](auto done) { impl_->get_children(path, false, std::move(done)); },
-                                          "get_children", path);
+                                          "get_children", path, options());
 }
 children_result client::get_children(std::string path, set_watch_t) {
     return blocking_read<children_result>([&](auto done) { impl_->get_children(path, true, std::move(done)); },
-                                          "get_children", path);
+                                          "get_children", path, options());
 }
 children_result client::get_children(std::string path, zkr::error_code& ec) {
     auto [r] = run_blocking<children_result>(
@@ -149,9 +164,21 @@ std::vector<multi_op_result> client::multi(std::vector<multi_op> ops, zkr::error
 }
 std::vector<multi_op_result> client::multi(std::vector<multi_op> ops) {
     zkr::error_code ec;
-    std::vector<std::pair<std::size_t, op::guard>> guards;  // to name a failed guard's hold
+    std::size_t count = ops.size(), request = detail::request_sizer(options()).multi(ops);
+    // The first op refused for its path, if any, and the guards: the message names them.
+    std::string refused;
+    std::vector<std::pair<std::size_t, op::guard>> guards;
     for (std::size_t i = 0; i < ops.size(); ++i) {
-        if (auto* g = std::get_if<op::guard>(&ops[i])) guards.emplace_back(i, *g);
+        std::visit(
+            [&](const auto& x) {
+                using T = std::decay_t<decltype(x)>;
+                bool sequential = false;
+                if constexpr (std::is_same_v<T, op::create>) sequential = is_sequential(x.mode);
+                if constexpr (std::is_same_v<T, op::guard>) guards.emplace_back(i, x);
+                if (std::string problem = path_problem(x.path, sequential); !problem.empty() && refused.empty())
+                    refused = "op " + std::to_string(i) + ", " + quoted_path(x.path) + ": " + problem;
+            },
+            ops[i]);
     }
     auto r = multi(std::move(ops), ec);
     if (!ec) return r;
@@ -159,10 +186,14 @@ std::vector<multi_op_result> client::multi(std::vector<multi_op> ops) {
         if (i < r.size() && r[i].error == errc::lock_lost) {
             throw zkr::system_error(ec, "zkr::client::multi: nothing was written: the " +
                                             (g.what.empty() ? std::string("hold") : g.what) + " is lost (its node " +
-                                            g.path + " is gone)");
+                                            quoted_path(g.path) + " is gone)");
         }
     }
-    throw zkr::system_error(ec, "zkr::client::multi");
+    std::string what = "zkr::client::multi of " + std::to_string(count) + " ops";
+    if (ec == errc::invalid_path && !refused.empty()) what += ": " + refused;
+    else if (std::string why = detail::request_sizer(options()).problem(request); ec == errc::bad_arguments && !why.empty())
+        what += ": " + why;
+    throw zkr::system_error(ec, what);
 }
 
 void client::create_parents(const std::string& path, create_mode parents_mode, zkr::error_code& ec) {
@@ -171,7 +202,7 @@ void client::create_parents(const std::string& path, create_mode parents_mode, z
 void client::create_parents(const std::string& path, create_mode parents_mode) {
     zkr::error_code ec;
     create_parents(path, parents_mode, ec);
-    if (ec) throw_error(ec, "create_parents", path);
+    if (ec) throw_error(ec, "create_parents", path, options(), detail::request_sizer(options()).create(path.size(), 0));
 }
 
 // ---------------------------------------------------------------- watch
@@ -208,7 +239,7 @@ watch_event watch::wait() {
     } else {
         std::tie(ev) = slot.wait(ec);
     }
-    if (ec) throw zkr::system_error(ec, "zkr::watch::wait \"" + state_->path + "\"");
+    if (ec) throw zkr::system_error(ec, "zkr::watch::wait " + quoted_path(state_->path));
     return ev;
 }
 
@@ -219,7 +250,7 @@ std::optional<watch_event> watch::wait_for(std::chrono::milliseconds timeout) {
     watch_event ev;
     if (auto known = attach(*state_, slot)) {
         std::tie(ec, ev) = *known;
-    } else if (auto got = slot.wait_for(timeout, ec)) {
+    } else if (auto got = slot.wait_for(longest_wait(timeout), ec)) {
         std::tie(ev) = *got;
     } else {
         {
@@ -232,7 +263,7 @@ std::optional<watch_event> watch::wait_for(std::chrono::milliseconds timeout) {
         // It fired as we gave up: the slot is being filled; take it.
         std::tie(ev) = slot.wait(ec);
     }
-    if (ec) throw zkr::system_error(ec, "zkr::watch::wait_for \"" + state_->path + "\"");
+    if (ec) throw zkr::system_error(ec, "zkr::watch::wait_for " + quoted_path(state_->path));
     return ev;
 }
 
@@ -258,6 +289,7 @@ const char* to_string(connection_state s) noexcept {
         case connection_state::reconnected: return "reconnected";
         case connection_state::lost: return "lost";
         case connection_state::closed: return "closed";
+        case connection_state::connecting: return "connecting";
     }
     return "?";
 }

@@ -3,6 +3,7 @@
 #include "client_impl.hpp"
 
 #include "connect_string.hpp"
+#include "request_limits.hpp"
 #include "zk_log_bridge.hpp"
 #include "zkr/log.hpp"
 #include "zkr/path.hpp"
@@ -24,11 +25,28 @@ std::string describe(std::chrono::milliseconds d) { return std::to_string(d.coun
 
 client_options validated(client_options o) {
     if (std::string problem = connect_string_problem(o.connect); !problem.empty())
-        throw std::invalid_argument("zkr::client_options::connect \"" + o.connect + "\": " + problem);
+        throw std::invalid_argument("zkr::client_options::connect " + quoted_path(o.connect) + ": " + problem);
     if (o.session_timeout.count() <= 0)
         throw std::invalid_argument("zkr::client_options::session_timeout must be positive, got " + describe(o.session_timeout));
     if (o.session_timeout.count() > std::numeric_limits<int>::max())
         throw std::invalid_argument("zkr::client_options::session_timeout is too large: " + describe(o.session_timeout));
+    if (o.session_timeout < client_options::min_session_timeout)
+        throw std::invalid_argument(
+            "zkr::client_options::session_timeout is " + describe(o.session_timeout) + ", below the " +
+            describe(client_options::min_session_timeout) +
+            " zkr accepts: no ZooKeeper server grants so short a session. A server keeps the timeout within its "
+            "[minSessionTimeout, maxSessionTimeout], by default [2, 20] x tickTime (4000 ms to 40000 ms with the usual "
+            "tickTime of 2000 ms), and would grant its minimum instead (were seconds meant?)");
+    if (o.max_request_size < 4096 || o.max_request_size > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
+        throw std::invalid_argument("zkr::client_options::max_request_size must be within 4096 to 2^31 - 1 bytes (a server's "
+                                    "jute.maxbuffer less 1 KiB; default " +
+                                    std::to_string(client_options::server_default_max_buffer - 1024) + "), got " +
+                                    std::to_string(o.max_request_size));
+    // The chroot goes before every path: with too long a one, not even a read of "/" would fit.
+    if (std::size_t chroot = connect_string_chroot(o.connect).size(); chroot + 1024 > o.max_request_size)
+        throw std::invalid_argument("zkr::client_options::connect: the chroot " + quoted_path(connect_string_chroot(o.connect)) +
+                                    " leaves less than 1 KiB of client_options::max_request_size (" +
+                                    std::to_string(o.max_request_size) + " bytes) for the requests under it");
     if (o.connection_timeout.count() <= 0)
         throw std::invalid_argument("zkr::client_options::connection_timeout must be positive, got " +
                                     describe(o.connection_timeout));
@@ -36,16 +54,22 @@ client_options validated(client_options o) {
     for (std::size_t i = 0; i < o.auth.size(); ++i) {
         if (o.auth[i].user.empty())
             throw std::invalid_argument("zkr::client_options::auth[" + std::to_string(i) + "]: the user name is empty");
+        // Sent as an AuthPacket (header, type, scheme "digest", "user:password") on every connection.
+        if (std::size_t packet = 8 + 4 + 4 + 6 + 4 + o.auth[i].user.size() + 1 + o.auth[i].password.size();
+            packet > o.max_request_size)
+            throw std::invalid_argument("zkr::client_options::auth[" + std::to_string(i) + "]: the credentials are " +
+                                        std::to_string(packet) + " bytes as sent, over client_options::max_request_size (" +
+                                        std::to_string(o.max_request_size) + " bytes)");
     }
     if (o.default_acl.empty()) throw std::invalid_argument("zkr::client_options::default_acl is empty");
     return o;
 }
 
-// Bad input fails before it reaches the server (which would drop the connection for some).
-error_code check_input(std::string_view path, bool sequential, std::size_t data_size = 0) {
+// Bad input fails before it reaches the server: it drops the connection of a request over its
+// jute.maxbuffer, and the C client would send it again on every reconnection, for ever.
+error_code check_input(std::string_view path, bool sequential, const request_sizer& sizer, std::size_t request_size) {
     if (!path_problem(path, sequential).empty()) return make_error_code(errc::invalid_path);
-    // jute.maxbuffer (1 MiB) bounds a whole packet; the server drops the connection past it.
-    if (data_size > 1024 * 1024 - 1024 - path.size()) return make_error_code(errc::bad_arguments);
+    if (!sizer.fits(request_size)) return make_error_code(errc::bad_arguments);
     return {};
 }
 
@@ -408,7 +432,8 @@ void client_impl::schedule_retry(request* r, error_code ec) {
 // ---------------------------------------------------------------- requests
 
 void client_impl::create(std::string path, std::string data, create_mode mode, completion<create_result> done) {
-    if (auto ec = check_input(path, is_sequential(mode), data.size())) return done(ec, {});
+    request_sizer sizer(options_);
+    if (auto ec = check_input(path, is_sequential(mode), sizer, sizer.create(path.size(), data.size()))) return done(ec, {});
     if (!chroot_.empty() && path.find('/', 1) == std::string::npos) {
         // Under a chroot, a top-level node's parent is the chroot itself: "no node" can only
         // mean the chroot is missing, which the server's answer does not say.
@@ -430,53 +455,52 @@ void client_impl::create(std::string path, std::string data, create_mode mode, c
 }
 
 void client_impl::remove(std::string path, std::int32_t version, completion<> done) {
-    if (auto ec = check_input(path, false); ec || path == "/") return done(ec ? ec : make_error_code(errc::bad_arguments));
+    request_sizer sizer(options_);
+    if (auto ec = check_input(path, false, sizer, sizer.remove(path.size())); ec || path == "/")
+        return done(ec ? ec : make_error_code(errc::bad_arguments));
     submit(make_remove(*this, std::move(path), version, std::move(done)));
 }
 
 void client_impl::exists(std::string path, bool watch, completion<exists_result> done) {
-    if (auto ec = check_input(path, false)) return done(ec, {});
+    request_sizer sizer(options_);
+    if (auto ec = check_input(path, false, sizer, sizer.read(path.size()))) return done(ec, {});
     auto ws = watch ? watches_.add(this, weak_from_this(), user_executor_, path, watch_kind::data) : nullptr;
     submit(make_exists(*this, std::move(path), std::move(ws), std::move(done)));
 }
 
 void client_impl::get_data(std::string path, bool watch, completion<data_result> done) {
-    if (auto ec = check_input(path, false)) return done(ec, {});
+    request_sizer sizer(options_);
+    if (auto ec = check_input(path, false, sizer, sizer.read(path.size()))) return done(ec, {});
     auto ws = watch ? watches_.add(this, weak_from_this(), user_executor_, path, watch_kind::data) : nullptr;
     submit(make_get_data(*this, std::move(path), std::move(ws), std::move(done)));
 }
 
 void client_impl::set_data(std::string path, std::string data, std::int32_t version, completion<zkr::stat> done) {
-    if (auto ec = check_input(path, false, data.size())) return done(ec, {});
+    request_sizer sizer(options_);
+    if (auto ec = check_input(path, false, sizer, sizer.set_data(path.size(), data.size()))) return done(ec, {});
     submit(make_set_data(*this, std::move(path), std::move(data), version, std::move(done)));
 }
 
 void client_impl::get_children(std::string path, bool watch, completion<children_result> done) {
-    if (auto ec = check_input(path, false)) return done(ec, {});
+    request_sizer sizer(options_);
+    if (auto ec = check_input(path, false, sizer, sizer.read(path.size()))) return done(ec, {});
     auto ws = watch ? watches_.add(this, weak_from_this(), user_executor_, path, watch_kind::child) : nullptr;
     submit(make_get_children(*this, std::move(path), std::move(ws), std::move(done)));
 }
 
 void client_impl::multi(std::vector<multi_op> ops, completion<std::vector<multi_op_result>> done) {
-    std::size_t total = 0;
     for (const auto& o : ops) {
-        error_code ec = std::visit(
-            [&](const auto& x) {
-                using T = std::decay_t<decltype(x)>;
-                if constexpr (std::is_same_v<T, op::create>) {
-                    total += x.data.size();
-                    return check_input(x.path, is_sequential(x.mode), x.data.size());
-                } else if constexpr (std::is_same_v<T, op::set_data>) {
-                    total += x.data.size();
-                    return check_input(x.path, false, x.data.size());
-                } else {
-                    return check_input(x.path, false);
-                }
+        bool sequential = std::visit(
+            [](const auto& x) {
+                if constexpr (std::is_same_v<std::decay_t<decltype(x)>, op::create>) return is_sequential(x.mode);
+                else return false;
             },
             o);
-        if (!ec && total > 1024 * 1024 - 4096) ec = make_error_code(errc::bad_arguments);
-        if (ec) return done(ec, {});
+        const std::string& path = std::visit([](const auto& x) -> const std::string& { return x.path; }, o);
+        if (!path_problem(path, sequential).empty()) return done(make_error_code(errc::invalid_path), {});
     }
+    // The whole request counts, each op's header with it.
+    if (request_sizer sizer(options_); !sizer.fits(sizer.multi(ops))) return done(make_error_code(errc::bad_arguments), {});
     if (ops.empty()) return done({}, {});
     submit(make_multi(*this, std::move(ops), std::move(done)));
 }
@@ -525,7 +549,9 @@ struct parents_maker : std::enable_shared_from_this<parents_maker> {
 }  // namespace
 
 void client_impl::create_parents(std::string path, create_mode mode, completion<> done) {
-    if (!path_problem(path).empty()) return done(make_error_code(errc::invalid_path));
+    // Checked whole before any ancestor is made: the last create is the largest.
+    request_sizer sizer(options_);
+    if (auto ec = check_input(path, false, sizer, sizer.create(path.size(), 0))) return done(ec);
     if (is_sequential(mode)) return done(make_error_code(errc::bad_arguments));
     if (path == "/") return done({});
     std::make_shared<parents_maker>(weak_from_this(), path, mode, std::move(done))->step();

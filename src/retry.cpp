@@ -16,6 +16,14 @@ using std::chrono::milliseconds;
 std::string describe(milliseconds value) { return std::to_string(value.count()) + "ms"; }
 std::string describe(int value) { return std::to_string(value); }
 
+// Every sleep a policy gives: never a busy loop, never past what a steady-clock timer can add.
+milliseconds bounded(milliseconds sleep) { return std::clamp(sleep, shortest_sleep, longest_sleep); }
+
+// A sleep cut to the time left of a budget may be shorter than shortest_sleep: it is the last.
+milliseconds within_budget(milliseconds sleep, milliseconds budget, milliseconds elapsed) {
+    return std::min(bounded(sleep), budget - elapsed);
+}
+
 template <typename Value>
 [[noreturn]] void throw_invalid(const char* policy_name, const char* parameter,
                                 const char* requirement, Value value) {
@@ -63,9 +71,9 @@ std::optional<milliseconds> exponential_sleep(const attempt& a, milliseconds bas
 
     // base * factor > max_sleep exactly when factor > max_sleep / base (integer division),
     // so the cap is applied without ever forming an overflowing product.
-    if (base_sleep.count() == 0) return milliseconds{0};
-    if (factor > max_sleep.count() / base_sleep.count()) return max_sleep;
-    return base_sleep * factor;
+    if (base_sleep.count() == 0) return bounded(milliseconds{0});
+    if (factor > max_sleep.count() / base_sleep.count()) return bounded(max_sleep);
+    return bounded(base_sleep * factor);
 }
 
 }  // namespace
@@ -119,7 +127,7 @@ retry_n_times::retry_n_times(int n, milliseconds sleep) : n_(n), sleep_(sleep) {
 
 std::optional<milliseconds> retry_n_times::next_sleep(const attempt& a) const {
     if (a.retry_count >= n_) return std::nullopt;
-    return sleep_;
+    return bounded(sleep_);
 }
 
 retry_one_time::retry_one_time(milliseconds sleep) : sleep_(sleep) {
@@ -128,7 +136,7 @@ retry_one_time::retry_one_time(milliseconds sleep) : sleep_(sleep) {
 
 std::optional<milliseconds> retry_one_time::next_sleep(const attempt& a) const {
     if (a.retry_count >= 1) return std::nullopt;
-    return sleep_;
+    return bounded(sleep_);
 }
 
 retry_until_elapsed::retry_until_elapsed(milliseconds max_elapsed, milliseconds sleep)
@@ -141,14 +149,14 @@ std::optional<milliseconds> retry_until_elapsed::next_sleep(const attempt& a) co
     // A clock that went backwards must not make the subtraction below overflow.
     const milliseconds elapsed = std::max(a.elapsed, milliseconds{0});
     if (elapsed >= max_elapsed_) return std::nullopt;
-    return std::min(sleep_, max_elapsed_ - elapsed);
+    return within_budget(sleep_, max_elapsed_, elapsed);
 }
 
 retry_forever::retry_forever(milliseconds interval) : interval_(interval) {
     if (interval <= milliseconds{0}) throw_invalid("retry_forever", "interval", "> 0", interval);
 }
 
-std::optional<milliseconds> retry_forever::next_sleep(const attempt&) const { return interval_; }
+std::optional<milliseconds> retry_forever::next_sleep(const attempt&) const { return bounded(interval_); }
 
 session_failed::session_failed(policy_ptr delegate) : delegate_(std::move(delegate)) {
     if (!delegate_) {
@@ -159,7 +167,9 @@ session_failed::session_failed(policy_ptr delegate) : delegate_(std::move(delega
 
 std::optional<milliseconds> session_failed::next_sleep(const attempt& a) const {
     if (is_session_lost(a.error)) return std::nullopt;
-    return delegate_->next_sleep(a);
+    auto sleep = delegate_->next_sleep(a);
+    if (!sleep) return std::nullopt;
+    return bounded(*sleep);  // a delegate of the caller's own may ask for 0
 }
 
 within::within(policy_ptr delegate, std::chrono::milliseconds max_elapsed)
@@ -175,7 +185,7 @@ std::optional<std::chrono::milliseconds> within::next_sleep(const attempt& a) co
     if (elapsed >= max_elapsed_) return std::nullopt;
     auto sleep = delegate_->next_sleep(a);
     if (!sleep) return std::nullopt;
-    return std::min(*sleep, max_elapsed_ - elapsed);
+    return within_budget(*sleep, max_elapsed_, elapsed);
 }
 
 policy_ptr default_policy() {

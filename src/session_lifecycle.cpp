@@ -67,6 +67,11 @@ std::string describe_open_failure(int err, const std::string& connect) {
 }  // namespace
 
 void client_impl::start() {
+    {
+        // Not suspended: there is no session yet to be cut off from.
+        std::lock_guard lock(state_mutex_);
+        state_ = connection_state::connecting;
+    }
     rt_->start();
     asio::post(rt_->session, [weak = weak_from_this()] {
         if (auto self = weak.lock()) {
@@ -228,6 +233,8 @@ std::size_t client_impl::handle_contexts() const {
 void client_impl::on_handle_event(std::uint64_t generation, int zstate) {
     if (closed_ || generation != generation_) return;
     std::int64_t session;
+    std::int64_t granted = 0;
+    bool granted_changed = false;
     {
         std::shared_lock lock(handle_mutex_);
         if (!zh_) {
@@ -235,9 +242,18 @@ void client_impl::on_handle_event(std::uint64_t generation, int zstate) {
             early_events_.emplace_back(generation, zstate);
             return;
         }
-        if (zstate == ZOO_CONNECTED_STATE) negotiated_timeout_ = zoo_recv_timeout(zh_);
+        if (zstate == ZOO_CONNECTED_STATE) {
+            granted = zoo_recv_timeout(zh_);
+            granted_changed = granted != negotiated_timeout_.exchange(granted);
+        }
         session = zoo_client_id(zh_)->client_id;
     }
+    // Said once per value the server grants, not again on every reconnection.
+    if (granted_changed && granted != options_.session_timeout.count())
+        log::write(log::level::info, "zkr::client: the server granted a session timeout of " + std::to_string(granted) +
+                                         " ms (" + std::to_string(options_.session_timeout.count()) +
+                                         " ms requested): servers keep it within their [minSessionTimeout, "
+                                         "maxSessionTimeout]");
     if (zstate == ZOO_CONNECTED_STATE) {
         lost_timer_.cancel();
         {

@@ -15,6 +15,7 @@
 #include <boost/asio/deferred.hpp>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -33,9 +34,19 @@ struct digest_credentials {
 /// What a zkr::client connects to and how it behaves. The client's constructor checks the options
 /// and throws std::invalid_argument naming the one that is wrong.
 struct client_options {
-    /// "host:port[,host:port...][/chroot]".
+    /// The shortest session_timeout zkr accepts (100 ms). No server grants less in practice: it
+    /// keeps a request within its [minSessionTimeout, maxSessionTimeout], by default [2, 20] x
+    /// tickTime (4 s to 40 s with the usual tick of 2 s), so a shorter one is most likely seconds
+    /// written as milliseconds.
+    static constexpr std::chrono::milliseconds min_session_timeout{100};
+    /// ZooKeeper's default jute.maxbuffer: the most a server reads in one request (0xfffff bytes).
+    static constexpr std::size_t server_default_max_buffer = 0xfffff;
+
+    /// "host:port[,host:port...][/chroot]" (hosts separated by ',').
     std::string connect{};
-    /// Requested session timeout; the server clamps it to its [min, max] (2 to 20 ticks by default).
+    /// Requested session timeout, at least min_session_timeout. The server clamps it to its
+    /// [minSessionTimeout, maxSessionTimeout] (2 to 20 ticks by default) and the client uses what
+    /// it granted (session_timeout() on the client; logged at info when it differs).
     std::chrono::milliseconds session_timeout{10'000};
     /// How long the blocking wait for the first connection waits when no time is given.
     std::chrono::milliseconds connection_timeout{15'000};
@@ -46,6 +57,16 @@ struct client_options {
     std::vector<digest_credentials> auth{};
     /// ACL of created nodes.
     zkr::acl default_acl = open_acl_unsafe();
+    /// The largest request, in bytes, the client sends, counted as the server counts it against
+    /// its jute.maxbuffer: the whole request (its header, every path with the chroot, data, ACL,
+    /// and for a multi each op's header). A larger one fails at once with errc::bad_arguments and
+    /// nothing is sent: a server drops the connection of a request over its jute.maxbuffer (and
+    /// the C client would send it again on every reconnection). Lock paths are held to it with
+    /// room for their lock nodes (1 KiB). Default: the server's default jute.maxbuffer less 1 KiB
+    /// for the packet overhead a follower adds when it forwards a write to the leader (1,047,551
+    /// bytes). With servers whose jute.maxbuffer is raised, raise it to theirs less 1 KiB.
+    /// At least 4096 and at most 2^31 - 1.
+    std::size_t max_request_size = server_default_max_buffer - 1024;
     /// Where completions and state callbacks run. Default: a handler thread of the client's own.
     std::optional<boost::asio::any_io_executor> executor{};
 };
@@ -152,7 +173,8 @@ public:
     void close();
 
     /// The state, live: a connection the C client already knows to be down reads `suspended`
-    /// (or `lost`) before the event reaches the listeners.
+    /// (or `lost`) before the event reaches the listeners. `connecting` until the first session
+    /// is established (then never again: a client between sessions is `lost`).
     connection_state state() const;
     /// True while state() is connected or reconnected: the connection is up on a session.
     bool is_connected() const;
@@ -165,12 +187,13 @@ public:
 
     /// Blocks until connected. Throws zkr::system_error(errc::connect_timeout) naming the
     /// connect string (and DNS, when its host names do not resolve) after `timeout`, or
-    /// errc::client_closed.
+    /// errc::client_closed. milliseconds::max() waits for ever.
     void wait_connected(std::chrono::milliseconds timeout);
     /// wait_connected(options().connection_timeout).
     void wait_connected() { wait_connected(options().connection_timeout); }
 
-    /// Calls `listener` with every state change, in order, on the client's executor.
+    /// Calls `listener` with every state change, in order, on the client's executor (never with
+    /// `connecting`: that is where a client starts, not a change).
     subscription on_state_change(std::function<void(connection_state)> listener);
 
     /// Completes at once if connected, else with the next connection; errc::client_closed when
@@ -180,9 +203,9 @@ public:
     auto async_wait_connected(CompletionToken&& token = {}) {
         return start<void(error_code)>(token, [](auto h, auto& c) { detail::start_wait_connected(c, std::move(h)); });
     }
-    /// Completes with the next state change. Handler: void(error_code, connection_state).
-    /// Ends with errc::client_closed; per-operation cancellation (any type) completes it with
-    /// errc::cancelled (the state is then meaningless).
+    /// Completes with the next state change (never `connecting`). Handler: void(error_code,
+    /// connection_state). Ends with errc::client_closed; per-operation cancellation (any type)
+    /// completes it with errc::cancelled (the state is then meaningless).
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_next_state(CompletionToken&& token = {}) {
         return start<void(error_code, connection_state)>(

@@ -29,7 +29,8 @@ enum class errc : int {
     marshalling_error = -5,             ///< ZMARSHALLINGERROR
     unimplemented = -6,                 ///< ZUNIMPLEMENTED: the server does not know the operation
     operation_timeout = -7,             ///< the C client's own timeout (ZOPERATIONTIMEOUT)
-    bad_arguments = -8,                 ///< ZBADARGUMENTS (also: input zkr refuses before sending it)
+    bad_arguments = -8,                 ///< ZBADARGUMENTS (also: input zkr refuses before sending it,
+                                        ///< e.g. a request over client_options::max_request_size)
     invalid_state = -9,                 ///< ZINVALIDSTATE: the session expired, or authentication failed
     new_config_no_quorum = -13,         ///< ZNEWCONFIGNOQUORUM
     reconfig_in_progress = -14,         ///< ZRECONFIGINPROGRESS
@@ -56,7 +57,8 @@ enum class errc : int {
     throttled_op = -127,                ///< ZTHROTTLEDOP: the server is overloaded; try again later
 
     // --- zkr ---
-    invalid_path = 1,        ///< a znode path broke one of ZooKeeper's path rules
+    invalid_path = 1,        ///< a znode path broke one of ZooKeeper's path rules (zkr::path_problem
+                             ///< says which; the server's character rules included)
     invalid_connect_string,  ///< the connect string could not be parsed
     connect_timeout,         ///< no connection within the time asked for (compares equal to the
                              ///< portable timed_out condition)

@@ -158,10 +158,11 @@ protected:
     lock_view(detail::lock_target target, bool write) : target_(std::move(target)), write_(write) {}
     friend class shared_mutex;
 
-    /// The steady-clock time `timeout` from now, rounded up.
+    /// The steady-clock time `timeout` from now, rounded up; a timeout too long for the steady
+    /// clock waits for ever (time_point::max()) instead of overflowing into the past.
     template <class Rep, class Period>
     static std::chrono::steady_clock::time_point deadline_after(const std::chrono::duration<Rep, Period>& timeout) {
-        return std::chrono::steady_clock::now() + std::chrono::ceil<std::chrono::steady_clock::duration>(timeout);
+        return detail::deadline_after(timeout);
     }
 
     detail::lock_target target_;  ///< the client's lock engine and the lock path

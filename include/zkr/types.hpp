@@ -151,7 +151,8 @@ struct multi_op_result {
     zkr::stat stat;         ///< for op::set_data
 };
 
-/// Connection states, in Curator's model.
+/// Connection states, in Curator's model (plus `connecting`, which Curator's listeners never see
+/// either: it is where a client starts, not a change).
 enum class connection_state {
     connected,    ///< a new session is established (the first one, or a new one after `lost`)
     suspended,    ///< the connection dropped; the session may still be alive on the server
@@ -159,6 +160,10 @@ enum class connection_state {
     lost,         ///< the session expired, or stayed suspended for a whole session timeout:
                   ///< its ephemeral nodes and watches are gone (or going)
     closed,       ///< the client was closed
+    connecting,   ///< no session yet: the client has not connected since it was made. Only
+                  ///< client::state() says it (before the first `connected`, or `closed`);
+                  ///< listeners and async_next_state() are never told it, and it does not come
+                  ///< back after a session is lost (that is `lost`, then `connected`)
 };
 
 /// The state's name ("connected", "suspended", ...).

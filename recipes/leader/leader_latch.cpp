@@ -410,8 +410,8 @@ asio::any_io_executor latch_executor(const latch_impl& latch) { return latch.exe
 namespace zkr {
 
 leader_latch::leader_latch(client& c, std::string path, std::string id, close_mode on_close) {
-    detail::check_recipe_path(path, "zkr::leader_latch");
-    detail::check_node_data(id, "zkr::leader_latch", "the participant id");
+    detail::check_recipe_path(c, path, "zkr::leader_latch", "election path");
+    detail::check_node_data(c, path, id, "zkr::leader_latch", "the participant id");
     auto port = detail::port_of(c);
     if (port->closed()) throw zkr::system_error(make_error_code(errc::client_closed), "zkr::leader_latch on a closed client");
     impl_ = std::make_shared<detail::latch_impl>(*port, std::move(path), std::move(id), on_close);

@@ -3,6 +3,7 @@
 
 #include "lock_engine.hpp"
 #include "toolkit/owner_data.hpp"
+#include "toolkit/recipe_path.hpp"
 #include "zkr/lock_hold.hpp"
 #include "zkr/log.hpp"
 #include "zkr/mutex.hpp"
@@ -67,9 +68,7 @@ queue_options options_for(const lock_target& t, bool write, bool wait, bool asyn
 }  // namespace
 
 lock_target make_lock_target(client& c, std::string path, bool read_write, const char* who) {
-    if (std::string problem = path_problem(path); !problem.empty())
-        throw std::invalid_argument(std::string(who) + ": invalid lock path \"" + path + "\": " + problem);
-    if (path == "/") throw std::invalid_argument(std::string(who) + ": the lock path must not be the root \"/\"");
+    check_recipe_path(c, path, who, "lock path");
     return {lock_engine::of(*port_of(c)), std::move(path), read_write};
 }
 

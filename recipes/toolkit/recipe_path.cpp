@@ -1,51 +1,46 @@
 #include "recipe_path.hpp"
 
+#include "connect_string.hpp"
+#include "request_limits.hpp"
 #include "zkr/path.hpp"
 
-#include <cstdio>
 #include <stdexcept>
 
 namespace zkr::detail {
 namespace {
 
-// ZooKeeper's default jute.maxbuffer is 1 MiB for a whole request: the path, the data, the ACL
-// and the framing. What is left for a node's data once a path of the longest sensible length is in.
-constexpr std::size_t max_data = 1024 * 1024 - 8 * 1024;
+// Room for a recipe's node under its path: a name (protection uuid, recipe name, sequence) and
+// owner data.
+constexpr std::size_t node_room = 512;
 
 }  // namespace
 
-std::string shown_path(std::string_view path) {
-    std::string out;
-    std::size_t shown = std::min<std::size_t>(path.size(), 200);
-    for (std::size_t i = 0; i < shown; ++i) {
-        unsigned char c = static_cast<unsigned char>(path[i]);
-        if (c < 0x20 || c == 0x7f) {
-            char hex[8];
-            std::snprintf(hex, sizeof hex, "\\x%02x", c);
-            out += hex;
-        } else {
-            out += static_cast<char>(c);
-        }
-    }
-    if (shown < path.size()) out += "... (" + std::to_string(path.size()) + " bytes)";
-    return out;
-}
-
-void check_recipe_path(std::string_view path, const char* who) {
+void check_recipe_path(const zkr::client& c, std::string_view path, const char* who, const char* what) {
     auto fail = [&](const std::string& rule) {
-        throw std::invalid_argument(std::string(who) + ": invalid path \"" + shown_path(path) + "\": " + rule);
+        throw std::invalid_argument(std::string(who) + ": invalid " + what + " " + quoted_path(path) + ": " + rule);
     };
     if (std::string problem = path_problem(path); !problem.empty()) fail(problem);
-    if (path == "/") fail("the root \"/\" cannot be a recipe's path");
-    if (path == "/zookeeper" || path.substr(0, 11) == "/zookeeper/") fail("\"/zookeeper\" is the server's own subtree");
-    if (path.size() > 4096) fail("longer than 4096 bytes");
+    if (path == "/") fail("it must not be the root \"/\"");
+    // The server's own subtree (its quotas, its configuration) is no place for recipe nodes.
+    std::string full = std::string(connect_string_chroot(c.options().connect)) + std::string(path);
+    if (full == "/zookeeper" || full.starts_with("/zookeeper/")) {
+        fail(std::string("it is under /zookeeper, the server's own subtree") +
+             (full == path ? "" : " (with the chroot, " + quoted_path(full) + ")"));
+    }
+    request_sizer sizer(c.options());
+    if (std::size_t request = sizer.create(path.size() + node_room, node_room); !sizer.fits(request))
+        fail("too long: creating a node under it would take up to " + std::to_string(request) +
+             " bytes, over client_options::max_request_size (" + std::to_string(sizer.limit()) + " bytes)");
 }
 
-void check_node_data(std::string_view data, const char* who, const char* what) {
-    if (data.size() > max_data)
+void check_node_data(const zkr::client& c, std::string_view path, std::string_view data, const char* who,
+                     const char* what) {
+    request_sizer sizer(c.options());
+    if (std::size_t request = sizer.create(path.size() + node_room, data.size()); !sizer.fits(request))
         throw std::invalid_argument(std::string(who) + ": " + what + " is " + std::to_string(data.size()) +
-                                    " bytes; a node holds at most " + std::to_string(max_data) +
-                                    " (the server's default request limit, jute.maxbuffer, is 1 MiB)");
+                                    " bytes: its node's create would take " + std::to_string(request) +
+                                    " bytes, over client_options::max_request_size (" + std::to_string(sizer.limit()) +
+                                    " bytes)");
 }
 
 }  // namespace zkr::detail

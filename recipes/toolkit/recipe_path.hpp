@@ -2,20 +2,22 @@
 // that is not the server's own, and node data that fits in a request.
 #pragma once
 
+#include "zkr/client.hpp"
+
 #include <string>
 #include <string_view>
 
 namespace zkr::detail {
 
-/// Throws std::invalid_argument, naming `who`, the path (shortened when long) and the rule it
-/// breaks: ZooKeeper's path rules, the root "/", the server's own subtree "/zookeeper".
-void check_recipe_path(std::string_view path, const char* who);
+/// Throws std::invalid_argument, naming `who`, `what` ("lock path", "election path"...), the path
+/// (escaped, shortened when long) and the rule it breaks: ZooKeeper's path rules, the root "/",
+/// the server's own subtree "/zookeeper" (also through the client's chroot), or a path too long
+/// for the recipe's nodes under it to fit in a request (client_options::max_request_size).
+void check_recipe_path(const zkr::client& c, std::string_view path, const char* who, const char* what);
 
-/// Throws std::invalid_argument, naming `who` and `what`, for node data too large for a request.
-void check_node_data(std::string_view data, const char* who, const char* what);
-
-/// A path for messages: at most 200 characters (the rest elided, with its length), control
-/// characters escaped.
-std::string shown_path(std::string_view path);
+/// Throws std::invalid_argument, naming `who` and `what`, for node data that would not fit in a
+/// create under `path` (client_options::max_request_size).
+void check_node_data(const zkr::client& c, std::string_view path, std::string_view data, const char* who,
+                     const char* what);
 
 }  // namespace zkr::detail

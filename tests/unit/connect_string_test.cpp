@@ -22,3 +22,18 @@ TEST_CASE("malformed connect strings name the problem", "[connect]") {
         CHECK_THAT(zkr::detail::connect_string_problem(s), Catch::Matchers::Contains(problem));
     }
 }
+
+TEST_CASE("a semicolon between hosts or an empty host is refused, naming it", "[connect]") {
+    CHECK_THAT(zkr::detail::connect_string_problem("zk1:2181;zk2:2181"), Catch::Matchers::Contains("';'") &&
+                                                                            Catch::Matchers::Contains("','"));
+    CHECK_THAT(zkr::detail::connect_string_problem("zk1:2181,zk2:2181;"), Catch::Matchers::Contains("';'"));
+    CHECK_THAT(zkr::detail::connect_string_problem("[]:2181"), Catch::Matchers::Contains("no host"));
+    CHECK_THAT(zkr::detail::connect_string_problem("zk1:2181,[]:2182"), Catch::Matchers::Contains("no host"));
+    CHECK(zkr::detail::connect_string_problem("zk1:2181/app;x").empty());  // a chroot may hold one
+}
+
+TEST_CASE("a connect string with a very long chroot is shown truncated", "[connect]") {
+    std::string problem = zkr::detail::connect_string_problem("h:1/" + std::string(1 << 20, 'a') + "//x");
+    CHECK_THAT(problem, Catch::Matchers::Contains("empty segment"));
+    CHECK(problem.size() < 500);
+}

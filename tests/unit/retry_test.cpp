@@ -156,12 +156,14 @@ TEST_CASE("exponential_backoff clamps max_retries to 29 without overflowing", "[
         CHECK(*random.bounds == std::vector<std::uint64_t>{std::uint64_t{1} << 29});
     }
 
-    SECTION("a product that would overflow saturates at max_sleep") {
+    SECTION("a product that would overflow saturates, at longest_sleep past max_sleep") {
         const milliseconds huge_base = milliseconds::max() / 2;  // even 3 * base overflows
         const retry::exponential_backoff policy(huge_base, 29, milliseconds::max(), highest);
-        CHECK(policy.next_sleep(attempt_at(0)) == huge_base);            // factor 1
-        CHECK(policy.next_sleep(attempt_at(1)) == milliseconds::max());  // factor 3
-        CHECK(policy.next_sleep(attempt_at(28)) == milliseconds::max()); // factor 2^29 - 1
+        CHECK(policy.next_sleep(attempt_at(0)) == retry::longest_sleep);   // factor 1
+        CHECK(policy.next_sleep(attempt_at(1)) == retry::longest_sleep);   // factor 3
+        CHECK(policy.next_sleep(attempt_at(28)) == retry::longest_sleep);  // factor 2^29 - 1
+        const retry::exponential_backoff capped(1h, 29, 1000h, highest);
+        CHECK(capped.next_sleep(attempt_at(28)) == 1000h);  // max_sleep first, if lower
     }
 
     SECTION("a product of exactly max_sleep is not mistaken for an overflow") {
@@ -234,9 +236,9 @@ TEST_CASE("retry_n_times sleeps the same time n times", "[retry]") {
         CHECK_FALSE(policy.next_sleep(attempt_at(4)).has_value());
     }
 
-    SECTION("n 0 never retries; sleep 0 retries at once") {
+    SECTION("n 0 never retries; sleep 0 is raised to shortest_sleep (no busy loop)") {
         CHECK_FALSE(retry::retry_n_times(0, 10ms).next_sleep(attempt_at(0)).has_value());
-        CHECK(retry::retry_n_times(2, 0ms).next_sleep(attempt_at(1)) == 0ms);
+        CHECK(retry::retry_n_times(2, 0ms).next_sleep(attempt_at(1)) == retry::shortest_sleep);
     }
 
     SECTION("bad arguments are named") {
@@ -413,7 +415,7 @@ TEST_CASE("default_random_source stays within bound", "[retry]") {
                     const std::uint64_t bound = static_cast<std::uint64_t>(t * 37 + i % 101 + 1);
                     if (random(bound) >= bound) ++out_of_range;
                     const auto sleep = shared_policy.next_sleep(attempt_at(i % 10));
-                    const auto upper = milliseconds{(std::int64_t{1} << (i % 10 + 1)) - 1};
+                    const auto upper = std::max(milliseconds{(std::int64_t{1} << (i % 10 + 1)) - 1}, retry::shortest_sleep);
                     if (!sleep || *sleep < 1ms || *sleep > upper) ++out_of_range;
                     ++draws;
                 }
@@ -423,4 +425,79 @@ TEST_CASE("default_random_source stays within bound", "[retry]") {
         CHECK(draws == 8 * 2000);
         CHECK(out_of_range == 0);
     }
+}
+
+namespace {
+
+// What zkr's retry timer does with a sleep: it must fit the steady clock, added to now.
+bool fits_a_timer(milliseconds sleep) {
+    using steady = std::chrono::steady_clock;
+    return std::chrono::duration<long double>(sleep) <
+           std::chrono::duration<long double>(steady::time_point::max() - steady::now());
+}
+
+}  // namespace
+
+TEST_CASE("no policy retries in a busy loop: every sleep is at least 10 ms", "[retry]") {
+    const retry::retry_n_times n_times(std::numeric_limits<int>::max(), 0ms);
+    const retry::retry_until_elapsed until(milliseconds::max(), 0ms);
+    const retry::exponential_backoff exponential(0ms, 29, 0ms);
+    const retry::bounded_exponential_backoff bounded(0ms, 0ms, 29);
+    const retry::retry_one_time once(0ms);
+    const retry::session_failed wrapped(std::make_shared<retry::retry_n_times>(std::numeric_limits<int>::max(), 0ms));
+    const retry::within within(std::make_shared<counting_policy>(0ms), milliseconds::max());
+    for (const retry::policy* p : std::initializer_list<const retry::policy*>{&n_times, &until, &exponential, &bounded,
+                                                                             &once, &wrapped, &within}) {
+        for (int k : {0, 1, 28}) {
+            auto sleep = p->next_sleep(attempt_at(k, 5ms));
+            if (k > 0 && p == &once) continue;
+            REQUIRE(sleep.has_value());
+            CHECK(*sleep >= 10ms);
+        }
+    }
+    CHECK(retry::retry_n_times(std::numeric_limits<int>::max(), 0ms).next_sleep(attempt_at(1'000'000)) >= 10ms);
+}
+
+TEST_CASE("the time left may still cut the last sleep short: it is the last", "[retry]") {
+    const retry::retry_until_elapsed until(1000ms, 0ms);
+    CHECK(until.next_sleep(attempt_at(3, 999ms)) == 1ms);
+    CHECK_FALSE(until.next_sleep(attempt_at(4, 1000ms)).has_value());
+    const retry::within within(std::make_shared<retry::retry_n_times>(100, 0ms), 1000ms);
+    CHECK(within.next_sleep(attempt_at(3, 995ms)) == 5ms);
+    CHECK(within.next_sleep(attempt_at(3, 100ms)) >= 10ms);
+}
+
+TEST_CASE("every sleep fits a steady-clock timer, however large the policy's numbers", "[retry]") {
+    const retry::exponential_backoff exponential(milliseconds::max() / 2, 29, milliseconds::max(), highest);
+    const retry::exponential_backoff year_base(std::chrono::hours(24 * 365), 29, milliseconds::max(), highest);
+    const retry::bounded_exponential_backoff bounded(1ms, milliseconds::max(), 29, highest);
+    const retry::retry_n_times n_times(3, milliseconds::max());
+    const retry::retry_one_time once(milliseconds::max());
+    const retry::retry_until_elapsed until(milliseconds::max(), milliseconds::max());
+    const retry::retry_forever forever(milliseconds::max());
+    const retry::within within(std::make_shared<counting_policy>(milliseconds::max()), milliseconds::max());
+    const retry::session_failed wrapped(std::make_shared<counting_policy>(milliseconds::max()));
+    for (const retry::policy* p : std::initializer_list<const retry::policy*>{
+             &exponential, &year_base, &bounded, &n_times, &once, &until, &forever, &within, &wrapped}) {
+        for (int k : {0, 1, 2, 28}) {
+            auto sleep = p->next_sleep(attempt_at(p == &once || p == &n_times ? 0 : k, 0ms));
+            REQUIRE(sleep.has_value());
+            CHECK(fits_a_timer(*sleep));
+        }
+    }
+    // Cut to a sleep that still lasts for ever, in practice.
+    for (auto sleep : {exponential.next_sleep(attempt_at(1)), year_base.next_sleep(attempt_at(28)), n_times.next_sleep(attempt_at(0)),
+                       once.next_sleep(attempt_at(0)), until.next_sleep(attempt_at(0)), forever.next_sleep(attempt_at(0)),
+                       within.next_sleep(attempt_at(0)), wrapped.next_sleep(attempt_at(0))}) {
+        REQUIRE(sleep.has_value());
+        CHECK(*sleep >= std::chrono::hours(24 * 365 * 50));
+    }
+}
+
+TEST_CASE("the bounds every sleep is kept within", "[retry]") {
+    CHECK(retry::shortest_sleep == 10ms);
+    CHECK(retry::longest_sleep == std::chrono::hours(24 * 365 * 100));
+    CHECK(retry::exponential_backoff(0ms, 3, 0ms).next_sleep(attempt_at(0)) == retry::shortest_sleep);
+    CHECK(retry::retry_forever(1ms).next_sleep(attempt_at(0)) == retry::shortest_sleep);
+    CHECK(retry::retry_forever(milliseconds::max()).next_sleep(attempt_at(0)) == retry::longest_sleep);
 }
