@@ -840,6 +840,11 @@ TEST_CASE("zklock: bad paths and arguments give the usage code and name what is 
     zklock_process no_command({"run", "--connect", connect, "/locks/a", "--"}, dir);
     CHECK(no_command.wait() == exit_usage);
     CHECK(no_command.error_output().find("COMMAND") != std::string::npos);
+
+    // Refused by the library (the server's own subtree): still a usage error, not "unexpected".
+    zklock_process server_subtree({"run", "--connect", connect, "/zookeeper/lock", "--", "true"}, dir);
+    CHECK(server_subtree.wait() == exit_usage);
+    CHECK(server_subtree.error_output().find("/zookeeper") != std::string::npos);
 }
 
 TEST_CASE("zklock run: a command killed mid-hold gives 128+9 and its node goes", "[zklock]") {
@@ -879,6 +884,29 @@ TEST_CASE("zklock run: a lock lost while the command runs signals the command, e
     CHECK(trimmed(read_file(marker)) == "term");
     CHECK(zklock.error_output().find("lost") != std::string::npos);
     CHECK(zklock.error_output().find(path) != std::string::npos);
+}
+
+TEST_CASE("zklock run: a lock node deleted by someone else signals the command, exit code lost", "[zklock]") {
+    // An operator with zkCli, release-stale aimed at the wrong session: the next waiter gets in at
+    // once, so the command must stop at once (issue 19: zklock went on, never told).
+    scratch_dir dir;
+    std::string path = unique_path("zklock-deleted");
+    zkr::client observer(test_options(test_connect_string()));
+    std::string marker = dir / "term", node_file = dir / "node";
+    zklock_process zklock(run_args(path,
+                                   {"/bin/sh", "-c",
+                                    "trap \"echo term > '" + marker + "'; exit 0\" TERM; echo \"$ZKLOCK_NODE\" > '" +
+                                        node_file + ".tmp'; mv '" + node_file + ".tmp' '" + node_file +
+                                        "'; while kill -0 $PPID 2>/dev/null; do sleep 0.05; done"},
+                                   {"--grace", "5s"}),
+                          dir);
+    REQUIRE(eventually([&] { return file_exists(node_file); }, 15s));
+    std::string node = trimmed(read_file(node_file));
+    REQUIRE(observer.exists(node).exists);
+    observer.remove(node);
+    CHECK(zklock.wait() == exit_lost);
+    CHECK(trimmed(read_file(marker)) == "term");
+    CHECK(zklock.error_output().find("lost") != std::string::npos);
 }
 
 TEST_CASE("zklock status: holder first, then waiters, with owner and session, also as JSON", "[zklock]") {

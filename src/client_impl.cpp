@@ -195,7 +195,7 @@ void client_impl::wait_connected(std::chrono::milliseconds timeout) {
     if (closed_) throw zkr::system_error(make_error_code(errc::client_closed), "zkr::client::wait_connected");
     std::string why = open_problem_.empty() ? std::string("is a server listening there?") : open_problem_;
     throw zkr::system_error(make_error_code(errc::connect_timeout),
-                            "no ZooKeeper session with \"" + options_.connect + "\" within " + describe(timeout) + " (" +
+                            "no ZooKeeper session with " + quoted_path(options_.connect) + " within " + describe(timeout) + " (" +
                                 why + ")");
 }
 
@@ -418,7 +418,8 @@ void client_impl::schedule_retry(request* r, error_code ec) {
     if (!sleep) return r->fail(ec);
     ++r->retries;
     if (!r->backoff) r->backoff = std::make_unique<asio::steady_timer>(rt_->session);
-    r->backoff->expires_after(*sleep);
+    // A policy of the user's own may ask for nothing (a busy loop) or for ever (a timer overflow).
+    r->backoff->expires_after(std::clamp(*sleep, retry::shortest_sleep, retry::longest_sleep));
     backing_off_.insert(r);
     r->backoff->async_wait([weak = weak_from_this(), r](error_code) {
         auto self = weak.lock();

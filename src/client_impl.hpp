@@ -269,7 +269,8 @@ private:
 
     mutable std::mutex state_mutex_;
     std::condition_variable state_changed_;
-    connection_state state_ = connection_state::suspended;
+    // Not suspended before the first session: there is none yet to be cut off from.
+    connection_state state_ = connection_state::connecting;
     std::string open_problem_;  // why the last attempt to open a handle failed (DNS), for messages
     // Keyed, so that a per-operation cancellation can take its own out.
     std::map<std::uint64_t, completion<>> connected_waiters_;

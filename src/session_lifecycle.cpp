@@ -6,6 +6,7 @@
 #include "connect_string.hpp"
 #include "zk_log_bridge.hpp"
 #include "zkr/log.hpp"
+#include "zkr/path.hpp"
 
 #include <boost/asio/post.hpp>
 
@@ -67,11 +68,6 @@ std::string describe_open_failure(int err, const std::string& connect) {
 }  // namespace
 
 void client_impl::start() {
-    {
-        // Not suspended: there is no session yet to be cut off from.
-        std::lock_guard lock(state_mutex_);
-        state_ = connection_state::connecting;
-    }
     rt_->start();
     asio::post(rt_->session, [weak = weak_from_this()] {
         if (auto self = weak.lock()) {
@@ -133,7 +129,7 @@ void client_impl::on_handle_opened(std::uint64_t generation, zhandle_t* zh, std:
             contexts_.erase(generation);
         }
         // Said once per cause, not once per attempt.
-        if (news) log::write(log::level::warning, "zkr::client \"" + options_.connect + "\": " + problem + "; trying again");
+        if (news) log::write(log::level::warning, "zkr::client " + quoted_path(options_.connect) + ": " + problem + "; trying again");
         // Like a failed connection attempt: what waits for a handle fails, and its retry policy decides.
         fail_parked(make_error_code(errc::connection_loss));
         if (closed_) return;

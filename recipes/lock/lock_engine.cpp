@@ -3,6 +3,7 @@
 #include "toolkit/owner_data.hpp"
 #include "toolkit/queue_reader.hpp"
 #include "zkr/lock_protocol.hpp"
+#include "zkr/path.hpp"
 
 namespace zkr::detail {
 
@@ -186,7 +187,7 @@ void lock_engine::release_all(const std::shared_ptr<lock_claim>& h, std::optiona
 
 std::vector<participant> lock_engine::participants(const std::string& lock_path, bool read_write) {
     auto port = client();
-    if (!port) throw zkr::system_error(make_error_code(errc::client_closed), "zkr: participants of \"" + lock_path + "\"");
+    if (!port) throw zkr::system_error(make_error_code(errc::client_closed), "zkr: participants of " + quoted_path(lock_path));
     auto nodes = read_queue(*port, lock_path, read_write ? queue_kind::write : queue_kind::exclusive, "participants");
     std::vector<lock_protocol::queued> queue;
     queue.reserve(nodes.size());

@@ -62,7 +62,7 @@ queue_options options_for(const lock_target& t, bool write, bool wait, bool asyn
 }
 
 [[noreturn]] void throw_for(const lock_target& t, error_code ec, const char* what) {
-    throw zkr::system_error(ec, std::string("zkr: ") + what + " \"" + t.path + "\"");
+    throw zkr::system_error(ec, std::string("zkr: ") + what + " " + quoted_path(t.path));
 }
 
 }  // namespace
@@ -105,7 +105,7 @@ bool acquire(const lock_target& t, bool write, bool wait, std::optional<std::chr
     auto options = options_for(t, write, wait, false, refused);
     if (refused) {
         if (ec_out) return fail(refused);
-        throw zkr::system_error(refused, "zkr::shared_mutex \"" + t.path +
+        throw zkr::system_error(refused, "zkr::shared_mutex " + quoted_path(t.path) +
                                              "\": release the read lock before taking the write lock");
     }
     sync_slot<std::shared_ptr<lock_claim>> slot;
@@ -146,7 +146,7 @@ bool unlock(const lock_target& t, bool write) noexcept {
     try {
         if (auto ec = t.engine->release(t.path, kind_of(t, write), current_thread_owner())) {
             t.engine->count_unowned_unlock();
-            log::write(log::level::error, "zkr: unlock of \"" + t.path + "\" by a thread that holds nothing there: " +
+            log::write(log::level::error, "zkr: unlock of " + quoted_path(t.path) + " by a thread that holds nothing there: " +
                                               ec.message() + " (ignored; a bug of the caller's)");
             return false;
         }

@@ -10,6 +10,7 @@
 #include <zkr/error.hpp>
 
 #include <exception>
+#include <stdexcept>
 #include <iostream>
 #include <type_traits>
 #include <variant>
@@ -44,6 +45,10 @@ int main(int argc, char** argv) {
     } catch (const zkr::system_error& e) {
         std::cerr << "zklock: " << e.what() << std::endl;
         return to_int(exit_code_for(e.code()));
+    } catch (const std::invalid_argument& e) {
+        // The library refused the input (a lock path under /zookeeper, or too long): a usage error.
+        std::cerr << "zklock: " << e.what() << std::endl;
+        return to_int(exit_code::usage);
     } catch (const std::exception& e) {
         std::cerr << "zklock: unexpected error: " << e.what() << std::endl;
         return to_int(exit_code::internal);
