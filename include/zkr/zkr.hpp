@@ -5,6 +5,8 @@
 #include "zkr/client.hpp"
 #include "zkr/election_types.hpp"
 #include "zkr/leader_latch.hpp"
+#include "zkr/leader_observer.hpp"
+#include "zkr/leader_selector.hpp"
 #include "zkr/error.hpp"
 #include "zkr/lock_hold.hpp"
 #include "zkr/lock_protocol.hpp"

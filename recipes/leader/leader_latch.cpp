@@ -13,6 +13,7 @@
 #include "toolkit/cleanup.hpp"
 #include "toolkit/fsm_runner.hpp"
 #include "toolkit/hold.hpp"
+#include "toolkit/hold_monitor.hpp"
 #include "toolkit/queue_fsm.hpp"
 #include "toolkit/queue_reader.hpp"
 #include "toolkit/recipe_path.hpp"
@@ -45,15 +46,15 @@ public:
           path_(std::move(path)),
           id_(std::move(id)),
           on_close_(on_close),
-          lease_timer_(threads_->session),
           retry_timer_(threads_->session) {}
 
     void attach(session_port& port) {
         std::weak_ptr<latch_impl> weak = weak_from_this();
-        // Suspended, reconnected: leadership follows the connection, read live.
-        session_subscription_ = port.on_session_event([weak](const session_event&) {
+        // Suspended, reconnected, past the lease: leadership follows the connection, read live.
+        monitor_ = std::make_shared<hold_monitor>(port, holds_, [weak] {
             if (auto self = weak.lock()) self->refresh();
         });
+        monitor_->attach(port);
     }
 
     const std::string& path() const noexcept { return path_; }
@@ -93,10 +94,8 @@ public:
             holds_->release(h, &lost);
             cleanup_->guaranteed_delete(h->node_path);
         }
-        asio::post(threads_->session, [self = shared_from_this()] {
-            self->lease_timer_.cancel();
-            self->retry_timer_.cancel();
-        });
+        monitor_->stop();
+        asio::post(threads_->session, [self = shared_from_this()] { self->retry_timer_.cancel(); });
         for (auto& [key, w] : waiters) w(make_error_code(errc::cancelled));
         if (mode == close_mode::notify_leader && was_leading) notify(false);
     }
@@ -268,7 +267,7 @@ private:
         }
         if (previous) holds_->release(previous);  // lost already: only its bookkeeping goes
         holds_->add(h);
-        refresh();
+        monitor_->monitor(h);
     }
 
     void leadership_lost(const std::shared_ptr<hold>& h, loss_cause cause) {
@@ -309,9 +308,8 @@ private:
         for (auto& [k, w] : cancelled) w(make_error_code(errc::cancelled));
     }
 
-    // Reads the leadership live and tells whoever waits or listens what changed. While it leads,
-    // a timer at the lease's end reads it again: a connection silent past its lease stops the
-    // leading without any event.
+    // Reads the leadership live and tells whoever waits or listens what changed (the monitor calls
+    // it whenever that may have changed).
     void refresh() {
         std::shared_ptr<hold> h;
         {
@@ -333,18 +331,6 @@ private:
             notify(now);
         }
         for (auto& [key, w] : waiters) w({});
-        if (now) arm_lease_timer(holds_->valid_until(*h));
-    }
-
-    void arm_lease_timer(std::chrono::steady_clock::time_point until) {
-        asio::post(threads_->session, [weak = weak_from_this(), until] {
-            auto self = weak.lock();
-            if (!self) return;
-            self->lease_timer_.expires_at(until + std::chrono::milliseconds(1));
-            self->lease_timer_.async_wait([weak](error_code ec) {
-                if (auto self = weak.lock(); self && !ec) self->refresh();
-            });
-        });
     }
 
     void notify(bool leadership) {
@@ -376,7 +362,7 @@ private:
     std::shared_ptr<cleanup_service> cleanup_;
     const std::string path_, id_;
     const close_mode on_close_;
-    subscription session_subscription_;
+    std::shared_ptr<hold_monitor> monitor_;
 
     mutable std::mutex mutex_;
     std::condition_variable leading_changed_;
@@ -389,8 +375,7 @@ private:
     std::uint64_t next_waiter_ = 0, next_listener_ = 0;
     std::map<std::uint64_t, std::shared_ptr<listener>> listeners_;
     std::atomic<int> failures_{0};
-    // Session thread only.
-    asio::steady_timer lease_timer_, retry_timer_;
+    asio::steady_timer retry_timer_;  // session thread only
 };
 
 void start_await_leadership(const std::shared_ptr<latch_impl>& latch, latch_handler handler) {
