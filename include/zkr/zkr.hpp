@@ -16,6 +16,8 @@
 #include "zkr/mutex.hpp"
 #include "zkr/path.hpp"
 #include "zkr/retry.hpp"
+#include "zkr/semaphore.hpp"
+#include "zkr/shared_count.hpp"
 #include "zkr/shared_mutex.hpp"
 #include "zkr/types.hpp"
 #include "zkr/version.hpp"

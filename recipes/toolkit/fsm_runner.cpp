@@ -49,6 +49,27 @@ void step_io::send(session_port& port, const step::create_parents& s, reply_fn d
                         })));
 }
 
+void step_io::send(session_port& port, const step::multi_and_list& s, reply_fn done) {
+    // Back to back, as create_and_list: the listing shows what the transaction made.
+    auto j = std::make_shared<joined<reply::multi_and_listed>>(2);
+    port.multi(s.ops, completion<std::vector<multi_op_result>>(completion<std::vector<multi_op_result>>::inline_fn(
+                          [j, done](error_code ec, std::vector<multi_op_result> r) {
+                              if (j->arrive([&](auto& x) {
+                                      x.error = ec;
+                                      x.results = std::move(r);
+                                  }))
+                                  done(std::move(j->replies));
+                          })));
+    port.get_children(s.list, false,
+                      completion<children_result>(completion<children_result>::inline_fn([j, done](error_code ec, children_result r) {
+                          if (j->arrive([&](auto& x) {
+                                  x.list_error = ec;
+                                  x.children = std::move(r.children);
+                              }))
+                              done(std::move(j->replies));
+                      })));
+}
+
 void step_io::send(session_port& port, const step::list& s, reply_fn done) {
     port.get_children(s.path, s.watch,
                       completion<children_result>(completion<children_result>::inline_fn(
@@ -179,10 +200,23 @@ void step_io::remove(session_port& port, reply_fn done) {
         }
     }
     if (armed.empty()) return done(reply::watch_removed{});
-    auto pending = std::make_shared<std::atomic<int>>(static_cast<int>(armed.size()));
+    struct removals {
+        std::mutex mutex;
+        int pending;
+        error_code session_error;  // the first removal that failed with its session
+    };
+    auto r = std::make_shared<removals>();
+    r->pending = static_cast<int>(armed.size());
     for (auto& ws : armed) {
-        port.remove_watch(ws, completion<>(completion<>::inline_fn([pending, done](error_code) {
-                              if (--*pending == 0) done(reply::watch_removed{});
+        port.remove_watch(ws, completion<>(completion<>::inline_fn([r, done](error_code ec) {
+                              error_code seen;
+                              {
+                                  std::lock_guard lock(r->mutex);
+                                  if (ec && is_session_lost(ec) && !r->session_error) r->session_error = ec;
+                                  if (--r->pending > 0) return;
+                                  seen = r->session_error;
+                              }
+                              done(reply::watch_removed{seen});
                           })));
     }
 }

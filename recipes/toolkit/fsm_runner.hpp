@@ -37,6 +37,7 @@ public:
 
     void send(session_port& port, const step::create_and_list& s, reply_fn done);
     void send(session_port& port, const step::create_parents& s, reply_fn done);
+    void send(session_port& port, const step::multi_and_list& s, reply_fn done);
     void send(session_port& port, const step::list& s, reply_fn done);
     void send(session_port& port, const step::check_owner& s, reply_fn done);
     void send(session_port& port, const step::watch& s, reply_fn done);
@@ -106,6 +107,10 @@ public:
         answer(reason, nullptr);
     }
 
+    /// Hands the machine an event of the recipe's own (a semaphore's maximum changed: a data-watch
+    /// event while it waits), as if a watch of its step had fired.
+    void inject(any_reply r) { on_reply(std::move(r)); }
+
 private:
     // Hands one event to the machine and carries out what it says. Never called with the mutex
     // held: replies may come back on this very thread.
@@ -164,7 +169,9 @@ private:
         if (timer_) boost::asio::post(threads_->session, [t = timer_] { t->cancel(); });
         // A machine never acquires once given up, so the caller is still waiting; should that
         // ever be wrong, what it holds must not outlive its forgotten owner.
-        if (!answer({}, &d) && d.acquired) cleanup_->guaranteed_delete(machine_.node_path());
+        if (!answer({}, &d) && d.acquired) {
+            for (const auto& node : machine_.owned_nodes()) cleanup_->guaranteed_delete(node);
+        }
         if (hooks_.ended) hooks_.ended(d, machine_);
     }
 

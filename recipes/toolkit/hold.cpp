@@ -48,6 +48,9 @@ void hold_registry::watch_node(const std::shared_ptr<hold>& h) {
                                auto ws = watch_access::state(r.watch);
                                {
                                    std::lock_guard lock(self->mutex_);
+                                   // get_children's stat is the listed node's own: ours.
+                                   if (r.stat.czxid != 0) h->observed_czxid = r.stat.czxid;
+                                   self->stat_read_.notify_all();
                                    if (h->released || h->lost) return;  // the watch ends with the node
                                    h->node_watch = ws;
                                }
@@ -85,6 +88,7 @@ void hold_registry::report(std::vector<std::shared_ptr<hold>> candidates, loss_c
     std::vector<std::pair<std::shared_ptr<listener>, std::string>> calls;
     {
         std::lock_guard lock(mutex_);
+        stat_read_.notify_all();
         for (auto& h : candidates) {
             if (h->lost || h->released) continue;
             h->lost = true;
@@ -223,6 +227,13 @@ subscription hold_registry::on_lost(const std::string& group, std::function<void
             }
         }
     });
+}
+
+std::int64_t hold_registry::fencing_token(const hold& h, std::chrono::milliseconds timeout) const {
+    if (h.czxid != 0) return h.czxid;
+    std::unique_lock lock(mutex_);
+    stat_read_.wait_for(lock, timeout, [&] { return h.observed_czxid.load() != 0 || h.lost || h.released; });
+    return h.observed_czxid.load();
 }
 
 std::size_t hold_registry::size() const {

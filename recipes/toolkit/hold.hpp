@@ -15,7 +15,9 @@
 
 #include <boost/asio/cancellation_signal.hpp>
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
@@ -43,7 +45,10 @@ struct hold {
     const std::string group;      ///< what on_lost listeners subscribe to: the lock path, the latch path...
     const std::string node_path;  ///< the node it stands on
     const std::int64_t session;   ///< the session that made the node
-    const std::int64_t czxid;     ///< the node's czxid: the fencing token
+    const std::int64_t czxid;     ///< the node's czxid: the fencing token (0 if the recipe could not read it)
+    /// The czxid as the hold's own watch read it (for holds made without it: a lease's node
+    /// comes from a transaction, whose reply carries no stat).
+    std::atomic<std::int64_t> observed_czxid{0};
 
     // Guarded by the registry's mutex.
     bool lost = false;
@@ -84,6 +89,10 @@ public:
     /// Calls `fn(node path)` on the client's executor when a hold of `group` is lost.
     subscription on_lost(const std::string& group, std::function<void(const std::string&)> fn);
 
+    /// The hold's fencing token: its czxid, waiting (up to `timeout`) for its own watch to have
+    /// read it if the recipe could not. 0 if it is not known by then or the hold was lost.
+    std::int64_t fencing_token(const hold& h, std::chrono::milliseconds timeout) const;
+
     std::uint64_t holds_lost() const noexcept { return holds_lost_.load(); }
     std::uint64_t nodes_deleted_under_holds() const noexcept { return nodes_deleted_.load(); }
     /// Holds reported now (tests).
@@ -107,6 +116,7 @@ private:
     subscription session_subscription_;
 
     mutable std::mutex mutex_;  // a leaf: nothing is taken or called under it
+    mutable std::condition_variable stat_read_;
     std::set<std::shared_ptr<hold>> holds_;
     std::uint64_t next_waiter_ = 0;
     std::multimap<std::string, std::shared_ptr<listener>> listeners_;

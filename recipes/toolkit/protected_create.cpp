@@ -45,6 +45,15 @@ std::optional<std::string> protected_create::settle(const std::vector<std::strin
     return candidate;
 }
 
+std::vector<std::string> protected_create::settle_all(const std::vector<std::string>& children) {
+    settled();
+    std::vector<std::string> found;
+    for (const auto& child : children) {
+        if (has_prefix(child, prefix_)) found.push_back(child);
+    }
+    return found;
+}
+
 void protected_create::settled() {
     std::erase_if(unsettled_, [&](const unsettled_create& u) { return u.prefix == prefix_; });
 }

@@ -51,6 +51,11 @@ public:
     std::optional<std::string> settle(const std::vector<std::string>& children);
     /// The current attempt's create is settled without a listing (the parent itself is gone).
     void settled();
+    /// Like settle(), for an attempt that made several nodes under one prefix (one transaction):
+    /// every child carrying it.
+    std::vector<std::string> settle_all(const std::vector<std::string>& children);
+    /// The current attempt's prefix, "_c_<uuid>-".
+    const std::string& prefix() const noexcept { return prefix_; }
     /// Adopts `candidate` (a child name) if its stat says our session `session` made it: true,
     /// and it is our node now. Otherwise it is a stale node (of a session that is gone).
     bool adopt_if_ours(const std::string& candidate, const exists_result& r, std::int64_t session);

@@ -56,6 +56,8 @@ queue_fsm::action queue_fsm::on(const any_reply& r, std::int64_t session) {
                 return on_created_and_listed(x.create_error, x.created, x.list_error, x.children, session);
             } else if constexpr (std::is_same_v<R, reply::parents_created>) {
                 return on_parents_created(x.error);
+            } else if constexpr (std::is_same_v<R, reply::multi_and_listed>) {
+                return {};  // never asked for
             } else if constexpr (std::is_same_v<R, reply::listed>) {
                 return on_listed(x.error, x.children, session);
             } else if constexpr (std::is_same_v<R, reply::owner>) {

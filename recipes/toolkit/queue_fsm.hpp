@@ -88,6 +88,8 @@ public:
     bool cleanup_pending() const noexcept;
     /// Our node once acquired (or the last one we had).
     const std::string& node_path() const noexcept { return create_.node_path(); }
+    /// Our nodes now (for the runner's last-resort cleanup).
+    std::vector<std::string> owned_nodes() const { return {node_path()}; }
     const std::string& node_name() const noexcept { return create_.node_name(); }
     std::int64_t czxid() const noexcept { return create_.czxid(); }
     std::int64_t session() const noexcept { return create_.session(); }

@@ -32,6 +32,11 @@ struct list {
     std::string path;
     bool watch = false;
 };
+/// The transaction `ops`, then list `list`, back to back (the listing sees what it made).
+struct multi_and_list {
+    std::vector<multi_op> ops;
+    std::string list;
+};
 struct check_owner { std::string node; };  ///< exists(node): which session made it
 /// get_children(node) leaving a child watch (a sequence node is ephemeral and has no children:
 /// it fires only when the node goes) and, if `want_mark`, get_data(node) leaving a data watch
@@ -53,6 +58,12 @@ struct created_and_listed {
     std::vector<std::string> children;
 };
 struct parents_created { error_code error; };
+struct multi_and_listed {
+    error_code error;  ///< the first failing op's (the results say which), or the transport's
+    std::vector<multi_op_result> results;
+    error_code list_error;
+    std::vector<std::string> children;
+};
 struct listed {
     error_code error;
     std::vector<std::string> children;
@@ -76,18 +87,21 @@ struct watch_fired {
     event_type type = event_type::not_watching;
     bool child_watch = false;
 };
-struct watch_removed {};
+/// The watches are removed. `error`: a removal failed for its session (lost meanwhile).
+struct watch_removed {
+    error_code error;
+};
 }  // namespace reply
 
-using any_reply = std::variant<reply::created_and_listed, reply::parents_created, reply::listed, reply::owner,
-                               reply::watch_set, reply::watch_fired, reply::watch_removed>;
+using any_reply = std::variant<reply::created_and_listed, reply::parents_created, reply::multi_and_listed,
+                               reply::listed, reply::owner, reply::watch_set, reply::watch_fired, reply::watch_removed>;
 
 /// A machine's answer: the next step (or its own `Done`), and our own nodes to delete first
 /// (guaranteed, ordered before the step's requests).
 template <class Done>
 struct basic_action {
-    std::variant<step::none, step::create_and_list, step::create_parents, step::list, step::check_owner, step::watch,
-                 step::wait, step::remove_watch, Done>
+    std::variant<step::none, step::create_and_list, step::create_parents, step::multi_and_list, step::list,
+                 step::check_owner, step::watch, step::wait, step::remove_watch, Done>
         next;
     std::vector<std::string> deletes;
 

@@ -24,6 +24,7 @@
 #include <catch2/catch.hpp>
 
 #include <functional>
+#include <optional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -306,6 +307,30 @@ private:
             if (fl == fault::abandon) abandon_now(machine);
             return deliver(r);
         }
+        if (a.template is<step::multi_and_list>()) {
+            const auto& s = a.template as<step::multi_and_list>();
+            fault fm = take_fault();
+            reply::multi_and_listed r;
+            r.error = request(fm, [&]() -> error_code { return apply_multi(s.ops, r.results); });
+            if (r.error && r.results.empty() && fm == fault::none) problem("a multi failed without per-op results");
+            // A transport failure leaves no per-op results (the C client's multi has none then).
+            if (fm != fault::none && fm != fault::abandon && fm != fault::retried_on_new) r.results.clear();
+            if (fm == fault::abandon) abandon_now(machine);
+            fault fl = take_fault();
+            bool session_went = fm == fault::expired_before || fm == fault::expired_after || fm == fault::given_up_after;
+            if (fm != fault::none && fm != fault::abandon && fm != fault::retried_on_new) fl = fault::lost_before;
+            if (session_went) {
+                r.list_error = zkr::make_error_code(errc::session_expired);
+                return deliver(r);
+            }
+            r.list_error = request(fl, [&]() -> error_code {
+                if (!m.exists(s.list)) return zkr::make_error_code(errc::no_node);
+                r.children = m.children(s.list);
+                return {};
+            });
+            if (fl == fault::abandon) abandon_now(machine);
+            return deliver(r);
+        }
         if (a.template is<step::create_parents>()) {
             const auto& s = a.template as<step::create_parents>();
             fault f = take_fault();
@@ -408,7 +433,7 @@ private:
                 std::erase_if(m.child_watches, [&](const auto& w) { return w.first == m.session && w.second == watched_; });
                 m.fired_child_watches.erase({m.session, watched_});
             };
-            request(f, [&]() -> error_code {
+            auto ec = request(f, [&]() -> error_code {
                 clear();
                 return {};
             });
@@ -416,9 +441,44 @@ private:
             // does), so it is not set again on reconnect: nothing of it remains either way.
             clear();
             if (f == fault::abandon) abandon_now(machine);
-            return deliver(reply::watch_removed{});
+            return deliver(reply::watch_removed{zkr::is_session_lost(ec) ? ec : zkr::error_code{}});
         }
         problem("an unknown step");
+        return {};
+    }
+
+    // All or nothing, as the server does it; a guard fails with lock_lost (the session layer's mapping).
+    error_code apply_multi(const std::vector<zkr::multi_op>& ops, std::vector<zkr::multi_op_result>& results) {
+        results.assign(ops.size(), zkr::multi_op_result{});
+        std::optional<std::size_t> failed;
+        error_code why;
+        for (std::size_t i = 0; i < ops.size() && !failed; ++i) {
+            std::visit(
+                [&](const auto& o) {
+                    using T = std::decay_t<decltype(o)>;
+                    if constexpr (std::is_same_v<T, zkr::op::guard>) {
+                        if (!m.exists(o.path)) failed = i, why = zkr::make_error_code(errc::lock_lost);
+                    } else if constexpr (std::is_same_v<T, zkr::op::check>) {
+                        if (!m.exists(o.path)) failed = i, why = zkr::make_error_code(errc::no_node);
+                    } else if constexpr (std::is_same_v<T, zkr::op::create>) {
+                        if (!m.exists(zkr::parent_path(o.path))) failed = i, why = zkr::make_error_code(errc::no_node);
+                    } else {
+                        failed = i, why = zkr::make_error_code(errc::unimplemented);  // not modelled
+                    }
+                },
+                ops[i]);
+        }
+        if (failed) {
+            for (std::size_t i = 0; i < ops.size(); ++i)
+                results[i].error = i == *failed ? why : zkr::make_error_code(errc::runtime_inconsistency);
+            return why;
+        }
+        for (std::size_t i = 0; i < ops.size(); ++i) {
+            if (auto* c = std::get_if<zkr::op::create>(&ops[i])) {
+                std::int64_t owner = c->mode == zkr::create_mode::ephemeral_sequential ? m.session : 0;
+                results[i].path = m.create(c->path, c->data, owner);
+            }
+        }
         return {};
     }
 
