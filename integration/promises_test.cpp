@@ -9,7 +9,9 @@
 #include "zkr/mutex.hpp"
 #include "zkr/shared_mutex.hpp"
 
+#include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/use_future.hpp>
 #include <catch2/catch.hpp>
 
@@ -343,4 +345,104 @@ TEST_CASE("every kind of handler runs on its executor: never on the C client's t
     }
     m.unlock();
     hold.unlock();
+}
+
+// lock_hold.hpp / lock_view.hpp: async_wait_lost "completes with errc::cancelled once it is
+// released first; errc::not_owner for an empty hold" (or a thread holding nothing);
+// lock_hold::async_unlock "errc::lock_lost if the hold had been lost".
+TEST_CASE("async_wait_lost ends with cancelled on release and not_owner without a hold, and async_unlock of a lost hold says lock_lost",
+          "[async_hold]") {
+    std::string path = unique_path("wait-lost-ends");
+    zkr::client c(test_options(test_connect_string()));
+    zkr::mutex m(c, path);
+    auto code_of = [](std::future<void>& f) {
+        try {
+            get_within(f, 10s, "async_wait_lost");
+            return zkr::error_code{};
+        } catch (const zkr::system_error& e) {
+            return e.code();
+        }
+    };
+
+    zkr::mutex other_path(c, path + "-blocking");  // async holds exclude this thread's blocking ones
+    auto hold = get_within(m.async_lock(asio::use_future));
+    auto async_waiting = hold.async_wait_lost(asio::use_future);
+    REQUIRE(other_path.try_lock_for(10s));
+    auto blocking_waiting = other_path.async_wait_lost(asio::use_future);
+    hold.unlock();
+    other_path.unlock();
+    CHECK(code_of(async_waiting) == zkr::errc::cancelled);
+    CHECK(code_of(blocking_waiting) == zkr::errc::cancelled);
+
+    zkr::lock_hold empty;
+    auto on_empty = empty.async_wait_lost(asio::use_future);
+    CHECK(code_of(on_empty) == zkr::errc::not_owner);
+    auto on_nothing = m.async_wait_lost(asio::use_future);  // this thread holds nothing
+    CHECK(code_of(on_nothing) == zkr::errc::not_owner);
+
+    auto doomed = get_within(m.async_lock(asio::use_future));
+    zkr::test::expire_session(c, test_connect_string());
+    REQUIRE(eventually([&] { return doomed.state() == lock_state::lost; }, 15s));
+    auto unlocked = doomed.async_unlock(asio::use_future);
+    CHECK(code_of(unlocked) == zkr::errc::lock_lost);
+}
+
+// lock_view::async_lock: "per-operation cancellation, any type: our node and watch are removed".
+TEST_CASE("async_lock cancelled with each cancellation type: cancelled, and its node goes", "[mutex][async]") {
+    const auto type = GENERATE(asio::cancellation_type::terminal, asio::cancellation_type::partial,
+                               asio::cancellation_type::total);
+    INFO("cancellation type " << static_cast<int>(type));
+    std::string path = unique_path("cancel-types");
+    zkr::client hc(test_options(test_connect_string()));
+    zkr::client wc(test_options(test_connect_string()));
+    zkr::mutex holder(hc, path);
+    zkr::mutex m(wc, path);
+    holder.lock();
+    asio::cancellation_signal cancel;
+    auto f = m.async_lock(asio::bind_cancellation_slot(cancel.slot(), asio::use_future));
+    REQUIRE(eventually([&] { return queue_length(hc, path) == 2; }));
+    asio::post(wc.get_executor(), [&] { cancel.emit(type); });
+    try {
+        get_within(f, 10s, "the cancelled acquisition");
+        FAIL("expected a cancellation");
+    } catch (const zkr::system_error& e) {
+        CHECK(e.code() == zkr::errc::cancelled);
+    }
+    CHECK(eventually([&] { return queue_length(hc, path) == 1; }));
+    holder.unlock();
+}
+
+// client.hpp: async_wait_connected "errc::client_closed when the client closes first";
+// async_next_state "ends with errc::client_closed". A next-state wait pending as the client closes
+// is answered with the change to `closed` (no error): the state change it waited for, and what
+// on_state_change listeners see. One started on a closed client gets client_closed.
+TEST_CASE("waits for a connection or a state end when the client closes", "[client][close]") {
+    zkr::client_options o;
+    o.connect = "127.0.0.1:1";  // never connects
+    zkr::client c(o);
+    auto connected = c.async_wait_connected(asio::use_future);
+    std::promise<std::pair<zkr::error_code, zkr::connection_state>> next_state;
+    c.async_next_state([&](zkr::error_code ec, zkr::connection_state s) { next_state.set_value({ec, s}); });
+    c.close();
+    try {
+        get_within(connected, 10s, "async_wait_connected");
+        FAIL("expected client_closed");
+    } catch (const zkr::system_error& e) {
+        CHECK(e.code() == zkr::errc::client_closed);
+    }
+    auto [ec, state] = get_within(next_state.get_future(), 10s, "async_next_state");
+    CHECK_FALSE(ec);
+    CHECK(state == zkr::connection_state::closed);
+    try {
+        get_within(c.async_next_state(asio::use_future), 10s, "async_next_state on a closed client");
+        FAIL("expected client_closed");
+    } catch (const zkr::system_error& e) {
+        CHECK(e.code() == zkr::errc::client_closed);
+    }
+    try {
+        get_within(c.async_wait_connected(asio::use_future), 10s, "async_wait_connected on a closed client");
+        FAIL("expected client_closed");
+    } catch (const zkr::system_error& e) {
+        CHECK(e.code() == zkr::errc::client_closed);
+    }
 }
