@@ -65,7 +65,13 @@ int main(int argc, char** argv) try {
         if (got) lock.unlock();
     }).join();
 
+    // The other thread's timed-out attempt removes its node (no orphans), though not before
+    // try_lock_for returns: give it a moment, bounded.
     auto queue = lock.participants();
+    for (auto until = std::chrono::steady_clock::now() + 5s; queue.size() > 1 && std::chrono::steady_clock::now() < until;) {
+        std::this_thread::sleep_for(20ms);
+        queue = lock.participants();
+    }
     for (const auto& p : queue)
         std::cout << "queue: " << p.node << (p.holds ? " (holds)" : "") << " owner " << p.owner.host << " pid "
                   << p.owner.pid << " thread " << p.owner.thread << "\n";
