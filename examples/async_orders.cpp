@@ -58,7 +58,7 @@ constexpr int initial_stock = 20;
 constexpr int customers = 8;
 constexpr int orders_per_customer = 4;  // 32 orders for 20 items: 12 must be turned away
 
-std::atomic<int> inside{0}, most_inside{0}, sold{0}, turned_away{0}, stale{0};
+std::atomic<int> inside{0}, most_inside{0}, sold{0}, turned_away{0}, stale{0}, failed_checkouts{0};
 
 asio::awaitable<void> checkout(zkr::client& client, zkr::mutex& lock, ledger& books) {
     for (int order = 0; order < orders_per_customer; ++order) {
@@ -110,17 +110,25 @@ int main(int argc, char** argv) {
                 } catch (const std::exception& e) {  // zkr::system_error among others
                     std::cerr << "a checkout failed: " << e.what() << "\n";
                 }
+                ++failed_checkouts;
             }
             ++finished;
         });
     }
-    while (finished < customers) std::this_thread::sleep_for(10ms);
+    // Each checkout is done within seconds; a hang is a failure, not a wait for ever.
+    auto deadline = std::chrono::steady_clock::now() + 120s;
+    while (finished < customers && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(10ms);
+    if (finished < customers) {
+        std::cerr << "only " << finished << " of " << customers << " checkouts finished within 120 s\n";
+        std::_Exit(1);  // the pool's threads may still be blocked: do not wait for them
+    }
 
     int left = std::stoi(client.get_data(stock_path).data);
     std::cout << "sold " << sold << ", turned away " << turned_away << ", stale " << stale << ", left " << left
               << ", ledger " << books.sales() << ", most sales inside the lock at once " << most_inside << "\n";
     bool exact = sold == initial_stock && left == 0 && books.sales() == initial_stock &&
-                 turned_away == customers * orders_per_customer - initial_stock && most_inside == 1;
+                 turned_away == customers * orders_per_customer - initial_stock && most_inside == 1 &&
+                 failed_checkouts == 0;
     std::cout << (exact ? "every item sold exactly once" : "OVERSOLD OR LOST SALES") << "\n";
     client.close();
     pool.join();

@@ -31,6 +31,7 @@ using namespace std::chrono_literals;
 using zkr::errc;
 using zkr::lock_state;
 using zkr::test::eventually;
+using zkr::test::get_within;
 using zkr::test::queue_length;
 using zkr::test::test_connect_string;
 using zkr::test::test_options;
@@ -92,11 +93,12 @@ TEST_CASE("coroutines exclude each other: on one thread and on a thread pool", "
     if (pool) {
         asio::thread_pool threads(4);
         spawn_incrementers(threads.get_executor(), c, m, counter, coroutines, rounds, probe);
+        REQUIRE(eventually([&] { return probe.done == coroutines; }, 60s));
         threads.join();
     } else {
         asio::io_context io;
         spawn_incrementers(io.get_executor(), c, m, counter, coroutines, rounds, probe);
-        io.run();
+        io.run_for(60s);  // returns early once every coroutine is done
     }
     CHECK(probe.done == coroutines);
     CHECK(probe.max_inside == 1);
@@ -110,9 +112,10 @@ TEST_CASE("a hold released on another thread frees the lock at once", "[async_ho
     zkr::client other_client(test_options(test_connect_string()));
     zkr::mutex m(c, path);
     zkr::mutex other(other_client, path);
-    auto hold = m.async_lock(asio::use_future).get();
+    auto hold = get_within(m.async_lock(asio::use_future));
     auto waiting = std::async(std::launch::async, [&] {
-        other.lock();
+        // Bounded, so that a failure cannot leave this future's destructor waiting for ever.
+        if (!other.try_lock_for(30s)) return std::chrono::steady_clock::time_point{};
         auto at = std::chrono::steady_clock::now();
         other.unlock();
         return at;
@@ -123,8 +126,9 @@ TEST_CASE("a hold released on another thread frees the lock at once", "[async_ho
         released_at = std::chrono::steady_clock::now();
         hold.unlock();  // a thread that never took it
     }).join();
-    REQUIRE(waiting.wait_for(5s) == std::future_status::ready);
-    CHECK(waiting.get() - released_at < 1s);
+    auto acquired_at = get_within(waiting, 5s, "the other client's acquisition");
+    REQUIRE(acquired_at != std::chrono::steady_clock::time_point{});
+    CHECK(acquired_at - released_at < 1s);
     CHECK(m.statistics().unowned_unlocks == 0);
 }
 
@@ -140,7 +144,7 @@ TEST_CASE("a hold moved into another thread's handler and released there", "[asy
         h.unlock();
         released.set_value();
     });
-    released.get_future().wait();
+    get_within(released.get_future(), 10s, "the handler's release");
     CHECK(eventually([&] { return queue_length(c, path) == 0; }));
     CHECK(m.statistics().unowned_unlocks == 0);
 }
@@ -151,11 +155,11 @@ TEST_CASE("a hold whose session was lost deletes nothing of anyone else when des
     zkr::client other_client(test_options(test_connect_string()));
     zkr::mutex m(c, path);
     zkr::mutex other(other_client, path);
-    auto hold = std::make_unique<zkr::lock_hold>(m.async_lock(asio::use_future).get());
+    auto hold = std::make_unique<zkr::lock_hold>(get_within(m.async_lock(asio::use_future)));
     auto lost = hold->async_wait_lost(asio::use_future);
     zkr::test::expire_session(c, test_connect_string());
     try {
-        lost.get();
+        get_within(lost, 20s, "async_wait_lost");
         FAIL("async_wait_lost should report the loss");
     } catch (const zkr::system_error& e) {
         CHECK(e.code() == errc::lock_lost);
@@ -164,7 +168,8 @@ TEST_CASE("a hold whose session was lost deletes nothing of anyone else when des
     REQUIRE(other.try_lock_for(10s));
     auto theirs = other.node_path();
     hold.reset();  // releases the lost hold
-    std::this_thread::sleep_for(300ms);
+    // A release is ordered before anything its client sends next: this read sees its effect.
+    CHECK(c.exists(theirs).exists);
     CHECK(other_client.exists(theirs).exists);
     CHECK(other.state() == lock_state::held);
     other.unlock();
@@ -184,7 +189,7 @@ TEST_CASE("a cancelled queued async acquire leaves no node and no watch", "[asyn
     REQUIRE(eventually([&] { return queue_length(holder_client, "/cancel") == 2 && cluster.all_watch_count(1) == 2; }));
     asio::post(c.get_executor(), [&] { cancel.emit(asio::cancellation_type::terminal); });
     try {
-        f.get();
+        get_within(f, 10s, "the cancelled acquisition");
         FAIL("expected a cancellation");
     } catch (const zkr::system_error& e) {
         CHECK(e.code() == errc::cancelled);
@@ -200,17 +205,17 @@ TEST_CASE("async_unlock completes after the node is gone", "[async_hold]") {
     zkr::client observer(test_options(test_connect_string()));
     zkr::mutex m(c, path);
     for (int i = 0; i < 5; ++i) {
-        auto hold = m.async_lock(asio::use_future).get();
+        auto hold = get_within(m.async_lock(asio::use_future));
         std::string node = hold.node_path();
         REQUIRE(observer.exists(node).exists);
-        hold.async_unlock(asio::use_future).get();
+        get_within(hold.async_unlock(asio::use_future));
         CHECK_FALSE(hold.owns_lock());
         // Another session reads a follower at most a moment behind; on a standalone server, at once.
         CHECK(eventually([&] { return !observer.exists(node).exists; }, 2s));
     }
     zkr::lock_hold empty;
     try {
-        empty.async_unlock(asio::use_future).get();
+        get_within(empty.async_unlock(asio::use_future));
         FAIL("an empty hold has nothing to release");
     } catch (const zkr::system_error& e) {
         CHECK(e.code() == errc::not_owner);
@@ -222,8 +227,8 @@ TEST_CASE("read/write lock: async readers share, async writers exclude", "[async
     zkr::client c(test_options(test_connect_string()));
     zkr::shared_mutex rw(c, path);
     // Two async readers on one thread hold together.
-    auto r1 = rw.async_lock_shared(asio::use_future).get();
-    auto r2 = rw.async_lock_shared(asio::use_future).get();
+    auto r1 = get_within(rw.async_lock_shared(asio::use_future));
+    auto r2 = get_within(rw.async_lock_shared(asio::use_future));
     CHECK(r1.is_shared());
     CHECK(r1.state() == lock_state::held);
     CHECK(r2.state() == lock_state::held);
@@ -249,7 +254,7 @@ TEST_CASE("read/write lock: async readers share, async writers exclude", "[async
     CHECK(eventually([&] { return queue_length(c, path) == 0; }));
 }
 
-TEST_CASE("unlock() by a thread that holds nothing: logged and counted; a debug build asserts", "[async_hold]") {
+TEST_CASE("unlock() by a thread that holds nothing: logged and counted, and a debug build asserts", "[async_hold]") {
     std::string path = unique_path("unowned-unlock");
     zkr::client c(test_options(test_connect_string()));
     zkr::mutex m(c, path);

@@ -22,10 +22,12 @@
 #include <mutex>
 #include <thread>
 
+
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using zkr::errc;
 using zkr::test::eventually;
+using zkr::test::get_within;
 using zkr::test::test_connect_string;
 using zkr::test::test_options;
 using zkr::test::unique_path;
@@ -179,18 +181,18 @@ TEST_CASE("async forms: callback and future and coroutine", "[client][async]") {
                                   ex.target<asio::io_context::executor_type>()->running_in_this_thread());
             got.set_value({ec, std::move(r)});
         });
-        auto [ec, r] = got.get_future().get();
+        auto [ec, r] = get_within(got.get_future());
         CHECK_FALSE(ec);
         CHECK(r.path == base + "/cb");
-        CHECK(on_executor.get_future().get());
+        CHECK(get_within(on_executor.get_future()));
     }
     SECTION("use_future") {
         auto f = c.async_get_children(base, asio::use_future);
-        auto kids = f.get();
+        auto kids = get_within(f);
         CHECK(kids.children.empty());
         auto missing = c.async_get_data(base + "/nope", asio::use_future);
         try {
-            missing.get();
+            get_within(missing);
             FAIL("expected no_node");
         } catch (const boost::system::system_error& e) {
             CHECK(e.code() == errc::no_node);
@@ -198,6 +200,7 @@ TEST_CASE("async forms: callback and future and coroutine", "[client][async]") {
     }
     SECTION("co_await") {
         asio::io_context io;
+        bool finished = false;
         std::string seen;
         zkr::error_code removed_ec;
         asio::co_spawn(
@@ -215,14 +218,16 @@ TEST_CASE("async forms: callback and future and coroutine", "[client][async]") {
                 } catch (const boost::system::system_error& err) {
                     removed_ec = err.code();
                 }
+                finished = true;
             },
             asio::detached);
-        io.run();
+        io.run_for(30s);  // returns once the coroutine is done
+        REQUIRE(finished);
         CHECK(seen == "coroutine");
         CHECK(removed_ec == errc::no_node);
     }
     SECTION("async multi") {
-        auto r = c.async_multi({zkr::op::create{base + "/m1", ""}, zkr::op::create{base + "/m2", ""}}, asio::use_future).get();
+        auto r = get_within(c.async_multi({zkr::op::create{base + "/m1", ""}, zkr::op::create{base + "/m2", ""}}, asio::use_future));
         CHECK(r.size() == 2);
         CHECK(c.get_children(base).children.size() == 2);
     }
@@ -261,25 +266,31 @@ TEST_CASE("watches are delivered as completions", "[client][watch]") {
         CHECK(ev->path == base + "/d");
         CHECK(r.watch.done());
         // One-shot: waiting again reports the same event at once.
-        CHECK(r.watch.wait().type == zkr::event_type::changed);
+        auto again = r.watch.wait_for(0ms);
+        REQUIRE(again);
+        CHECK(again->type == zkr::event_type::changed);
     }
     SECTION("exists watch on a missing node fires on create") {
         auto r = c.exists(base + "/later", zkr::set_watch);
         CHECK_FALSE(r.exists);
         REQUIRE(r.watch.valid());
         other.create(base + "/later", "");
-        auto ev = r.watch.async_wait(asio::use_future).get();
+        auto ev = get_within(r.watch.async_wait(asio::use_future));
         CHECK(ev.type == zkr::event_type::created);
     }
     SECTION("children watch fires on a new child") {
         auto r = c.get_children(base, zkr::set_watch);
         other.create(base + "/kid", "");
-        CHECK(r.watch.wait().type == zkr::event_type::child);
+        auto ev = r.watch.wait_for(10s);
+        REQUIRE(ev);
+        CHECK(ev->type == zkr::event_type::child);
     }
     SECTION("delete fires the data watch with deleted") {
         auto r = c.get_data(base + "/d", zkr::set_watch);
         other.remove(base + "/d");
-        CHECK(r.watch.wait().type == zkr::event_type::deleted);
+        auto ev = r.watch.wait_for(10s);
+        REQUIRE(ev);
+        CHECK(ev->type == zkr::event_type::deleted);
     }
     SECTION("a read that fails leaves no watch") {
         zkr::error_code ec;
@@ -293,7 +304,7 @@ TEST_CASE("watches are delivered as completions", "[client][watch]") {
         auto f = r.watch.async_wait(asio::bind_cancellation_slot(cancel.slot(), asio::use_future));
         asio::post(c.get_executor(), [&] { cancel.emit(asio::cancellation_type::terminal); });
         try {
-            f.get();
+            get_within(f, 10s, "the cancelled wait");
             FAIL("expected a cancellation");
         } catch (const zkr::system_error& e) {
             CHECK(e.code() == zkr::errc::cancelled);
@@ -303,7 +314,7 @@ TEST_CASE("watches are delivered as completions", "[client][watch]") {
         CHECK_FALSE(r.watch.remove());
         CHECK(r.watch.done());
         try {
-            r.watch.wait();
+            r.watch.wait_for(10s);
             FAIL("expected watch_removed");
         } catch (const zkr::system_error& e) {
             CHECK(e.code() == errc::watch_removed);
@@ -314,7 +325,6 @@ TEST_CASE("watches are delivered as completions", "[client][watch]") {
 }
 
 TEST_CASE("removing a watch takes it off the server", "[client][watch][own_servers]") {
-    if (zkr::test::using_external_ensemble()) return;  // needs the harness's own server to count watches
     zkr::test::zk_cluster cluster(1);
     zkr::client c(test_options(cluster.connect_string()));
     c.create_parents("/w");
@@ -351,6 +361,7 @@ TEST_CASE("invalid input gets a clear error and never hangs", "[client][input]")
         CHECK(std::chrono::steady_clock::now() - start < 5s);
         try {
             c.wait_connected(10ms);
+            FAIL("nothing listens: wait_connected must not return");
         } catch (const zkr::system_error& e) {
             CHECK(e.code() == errc::connect_timeout);
         }
@@ -373,7 +384,7 @@ TEST_CASE("invalid input gets a clear error and never hangs", "[client][input]")
             CHECK(ec == errc::invalid_path);
             CHECK_THROWS_WITH(c.exists(bad), Catch::Matchers::Contains("path"));
             auto f = c.async_get_data(bad, asio::use_future);
-            CHECK_THROWS_AS(f.get(), boost::system::system_error);
+            CHECK_THROWS_AS(get_within(f), boost::system::system_error);
             c.multi({zkr::op::check{bad}}, ec);
             CHECK(ec == errc::invalid_path);
         }
@@ -391,32 +402,48 @@ TEST_CASE("invalid input gets a clear error and never hangs", "[client][input]")
 
 TEST_CASE("log lines of the C client reach the sink, off its threads", "[client][log]") {
     std::mutex mutex;
-    std::vector<std::string> lines;
-    std::vector<std::thread::id> threads;
+    std::vector<std::pair<std::string, pid_t>> lines;  // with the kernel id of the sink's thread
     zkr::log::set_sink([&](zkr::log::level, std::string_view m) {
         std::lock_guard lock(mutex);
-        lines.emplace_back(m);
-        threads.push_back(std::this_thread::get_id());
+        lines.emplace_back(std::string(m), zkr::test::this_thread_id());
     });
+    auto logged = [&](const char* what) {
+        std::lock_guard lock(mutex);
+        return std::any_of(lines.begin(), lines.end(), [&](auto& l) { return l.first.find(what) != std::string::npos; });
+    };
+    // A first line starts zkr's dispatcher thread, before any client: every thread of the C
+    // client below is made after it, so a line delivered on it was not delivered on theirs.
+    zkr::log::write(zkr::log::level::error, "zkr test: the dispatcher starts");
+    zkr::log::flush();
+    REQUIRE(logged("the dispatcher starts"));
+    pid_t dispatcher = 0;
+    {
+        std::lock_guard lock(mutex);
+        dispatcher = lines.front().second;
+    }
+    auto before = zkr::test::process_threads();
+    REQUIRE(before.count(dispatcher) == 1);
+    CHECK(dispatcher != zkr::test::this_thread_id());
+    std::size_t threads_with_client = 0;
     {
         zkr::client_options o;
-        o.connect = "127.0.0.1:1";  // the C client logs its failed connects as errors
+        o.connect = "127.0.0.1:1";  // the C client logs its failed connects, from its I/O thread
         zkr::client c(o);
-        CHECK(eventually([&] {
-            std::lock_guard lock(mutex);
-            return !lines.empty();
-        }));
+        CHECK(eventually([&] { return logged("127.0.0.1:1"); }));
+        threads_with_client = zkr::test::process_threads().size();
     }
     zkr::log::flush();
     zkr::log::set_sink({});
+    // zkr's three threads and at least the C client's I/O thread were there meanwhile.
+    CHECK(threads_with_client >= before.size() + 4);
     std::lock_guard lock(mutex);
-    REQUIRE_FALSE(lines.empty());
-    CHECK(std::any_of(lines.begin(), lines.end(), [](const std::string& l) { return l.find("127.0.0.1:1") != std::string::npos; }));
-    // One dispatcher thread, the same for every line.
-    CHECK(std::all_of(threads.begin(), threads.end(), [&](auto id) { return id == threads.front(); }));
+    for (auto& [line, thread] : lines) {
+        INFO(line);
+        CHECK(thread == dispatcher);  // every line, the C client's too: never on a thread of its own
+    }
 }
 
-TEST_CASE("error_code forms of watched reads and exists; create_parents sync and async", "[client]") {
+TEST_CASE("error_code forms of watched reads and exists, and create_parents sync and async", "[client]") {
     zkr::client c(test_options(test_connect_string()));
     std::string base = zkr::test::unique_path("overloads");
     zkr::error_code ec;
@@ -442,10 +469,10 @@ TEST_CASE("error_code forms of watched reads and exists; create_parents sync and
     c.create(base + "/later");
     CHECK(watched.watch.wait_for(5s).has_value());
 
-    c.async_create_parents(base + "/x/y/z", zkr::create_mode::container, asio::use_future).get();
+    get_within(c.async_create_parents(base + "/x/y/z", zkr::create_mode::container, asio::use_future));
     CHECK(c.exists(base + "/x/y/z").exists);
     // Existing nodes are fine; invalid paths and sequential modes are refused.
-    c.async_create_parents(base + "/x/y", zkr::create_mode::persistent, asio::use_future).get();
+    get_within(c.async_create_parents(base + "/x/y", zkr::create_mode::persistent, asio::use_future));
     c.create_parents("bad//path", zkr::create_mode::persistent, ec);
     CHECK(ec == errc::invalid_path);
     CHECK_THROWS_AS(c.create_parents("bad//path"), zkr::system_error);
@@ -456,7 +483,7 @@ TEST_CASE("deferred operations run when launched, completing on the client's exe
     std::string base = zkr::test::unique_path("deferred");
     c.create_parents(base);
     auto op = c.async_create(base + "/n", "", zkr::create_mode::persistent);  // asio::deferred: nothing sent yet
-    std::this_thread::sleep_for(100ms);
+    // Had the create been sent, this read of the same client would be answered after it.
     CHECK_FALSE(c.exists(base + "/n").exists);
     std::promise<bool> on_client_executor;
     std::move(op)([&](zkr::error_code ec, zkr::create_result) {
@@ -465,7 +492,7 @@ TEST_CASE("deferred operations run when launched, completing on the client's exe
         on_client_executor.set_value(ex.target<asio::io_context::executor_type>() &&
                                      ex.target<asio::io_context::executor_type>()->running_in_this_thread());
     });
-    CHECK(on_client_executor.get_future().get());
+    CHECK(get_within(on_client_executor.get_future()));
     CHECK(c.exists(base + "/n").exists);
 }
 
@@ -473,7 +500,7 @@ TEST_CASE("a lock used after its client is gone fails with client_closed, never 
     std::string path = zkr::test::unique_path("orphan-lock");
     auto c = std::make_unique<zkr::client>(test_options(test_connect_string()));
     zkr::mutex m(*c, path);
-    auto hold = m.async_lock(asio::use_future).get();
+    auto hold = get_within(m.async_lock(asio::use_future));
     c.reset();
     CHECK(hold.state() == zkr::lock_state::lost);
     hold.unlock();  // releases nothing: the session (and the node) went with the client
@@ -486,7 +513,7 @@ TEST_CASE("a lock used after its client is gone fails with client_closed, never 
     zkr::error_code ec;
     CHECK_FALSE(m.try_lock(ec));
     CHECK(ec == errc::client_closed);
-    CHECK_THROWS_AS(m.async_lock(asio::use_future).get(), zkr::system_error);
+    CHECK_THROWS_AS(get_within(m.async_lock(asio::use_future)), zkr::system_error);
     CHECK(m.state() == zkr::lock_state::not_held);
 }
 
@@ -610,9 +637,8 @@ TEST_CASE("a request its handle never answers is answered when the client closes
     auto started = std::chrono::steady_clock::now();
     c.close();
     CHECK(std::chrono::steady_clock::now() - started < 3s);  // waits at most 1 s for answers
-    REQUIRE(lost.wait_for(5s) == std::future_status::ready);
     try {
-        lost.get();
+        get_within(lost, 5s, "the lost request's answer");
         FAIL("expected client_closed");
     } catch (const zkr::system_error& e) {
         CHECK(e.code() == errc::client_closed);
@@ -693,7 +719,8 @@ TEST_CASE("a watch event that comes while the client closes finds its watch aliv
     impl->lose_next_request_for_tests();
     auto lost = c.async_exists("/", asio::use_future);  // close() waits 1 s for it
     std::thread closer([&] { c.close(); });
-    std::this_thread::sleep_for(300ms);
+    // close() has ended the watches once it reports closed; it then waits 1 s for `lost`.
+    CHECK(eventually([&] { return c.state() == zkr::connection_state::closed; }, 5s));  // not REQUIRE: `closer` must be joined
     for (int i = 0; i < 20; ++i) other.remove(path + "/n" + std::to_string(i));
     closer.join();
     CHECK(lost.wait_for(5s) == std::future_status::ready);

@@ -17,8 +17,10 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -62,22 +64,30 @@ TEST_CASE("hand-off: a queue of five passes the lock on in order with no listing
     // Four waiters, all queued before any release: each but the first lists while the node it
     // watches is not yet first, so without marks each of them would have to list again.
     constexpr int waiters = 4;
+    // Each records, as it gets in, its place and how many held then: a waiter that got in while
+    // another still held, or out of turn, shows here (the count drops before each release).
+    std::mutex order_mutex;
+    std::vector<int> order;
+    std::atomic<int> holding{0}, overlaps{0};
     std::vector<std::unique_ptr<background_lock>> queue;
     for (int i = 0; i < waiters; ++i) {
-        queue.push_back(std::make_unique<background_lock>(connect, path));
+        queue.push_back(std::make_unique<background_lock>(connect, path, lock_side::exclusive, [&, i] {
+            if (++holding != 1) ++overlaps;
+            std::lock_guard lock(order_mutex);
+            order.push_back(i);
+        }));
         REQUIRE(eventually([&] { return queue_length(hc, path) == static_cast<std::size_t>(i + 2); }));
     }
     holder.unlock();
     for (int i = 0; i < waiters; ++i) {
         REQUIRE(eventually([&] { return queue[i]->acquired.load(); }));
-        if (i + 1 < waiters) {
-            std::this_thread::sleep_for(50ms);
-            CHECK_FALSE(queue[i + 1]->acquired.load());  // FIFO: one holder at a time, in turn
-        }
         // It got in with no listing, so it marked its node for the one behind it.
         CHECK(eventually([&] { return ends_with(holder_data(hc, path), ";held=1"); }));
+        --holding;
         queue[i]->release();
     }
+    CHECK(overlaps == 0);                               // one holder at a time...
+    CHECK(order == std::vector<int>{0, 1, 2, 3});       // ...in turn (FIFO)
     for (auto& w : queue) {
         auto s = w->statistics();
         INFO("waiter statistics");
@@ -97,20 +107,25 @@ TEST_CASE("hand-off: readers behind a marked writer all get in with no listing",
     zkr::client hc(test_options(connect));
     zkr::shared_mutex first(hc, path);
     first.lock();
-    background_lock writer(connect, path, lock_side::write);
+    // A reader that gets in while the writer holds shows here (cleared before its release).
+    std::atomic<bool> writer_holds{false};
+    std::atomic<int> readers_beside_writer{0};
+    auto reader_in = [&] {
+        if (writer_holds) ++readers_beside_writer;
+    };
+    background_lock writer(connect, path, lock_side::write, [&] { writer_holds = true; });
     REQUIRE(eventually([&] { return queue_length(hc, path) == 2; }));
-    background_lock reader1(connect, path, lock_side::read);
-    background_lock reader2(connect, path, lock_side::read);
+    background_lock reader1(connect, path, lock_side::read, reader_in);
+    background_lock reader2(connect, path, lock_side::read, reader_in);
     REQUIRE(eventually([&] { return queue_length(hc, path) == 4; }));
 
     first.unlock();
     REQUIRE(eventually([&] { return writer.acquired.load(); }));
     CHECK(eventually([&] { return ends_with(holder_data(hc, path), ";held=1"); }));
-    std::this_thread::sleep_for(50ms);
-    CHECK_FALSE(reader1.acquired.load());
-    CHECK_FALSE(reader2.acquired.load());
+    writer_holds = false;
     writer.release();
     REQUIRE(eventually([&] { return reader1.acquired.load() && reader2.acquired.load(); }));
+    CHECK(readers_beside_writer == 0);
     CHECK(writer.statistics().holding_marks == 1);
     for (auto* r : {&reader1, &reader2}) {
         auto s = r->statistics();
@@ -166,21 +181,27 @@ TEST_CASE("hand-off: the mark's reply lost with the connection: the holder keeps
     zkr::mutex marking(mc, "/lost-mark");
     auto held = marking.async_lock(boost::asio::use_future);  // a hold owned by the operation
     REQUIRE(eventually([&] { return queue_length(hc, "/lost-mark") == 2; }));
-    background_lock next(cluster.connect_string(), "/lost-mark");
+    // `next` getting in while the marking contender still holds shows here.
+    std::atomic<bool> marking_holds{false};
+    std::atomic<int> next_beside_it{0};
+    background_lock next(cluster.connect_string(), "/lost-mark", lock_side::exclusive, [&] {
+        if (marking_holds) ++next_beside_it;
+    });
     REQUIRE(eventually([&] { return queue_length(hc, "/lost-mark") == 3; }));
 
     proxy.lose_next_reply({zkr::test::zk_op::set_data});
     first.unlock();
-    REQUIRE(held.wait_for(10s) == std::future_status::ready);
-    zkr::lock_hold hold = held.get();
+    zkr::lock_hold hold = zkr::test::get_within(held, 10s, "the marking contender's hold");
+    marking_holds = true;
     // The mark was applied, its reply lost and the connection cut: the session lives on.
     REQUIRE(eventually([&] { return proxy.replies_lost() == 1; }));
     CHECK(eventually([&] { return hold.state() == zkr::lock_state::held; }));
     CHECK(eventually([&] { return ends_with(holder_data(hc, "/lost-mark"), ";held=1"); }));
-    std::this_thread::sleep_for(200ms);
     CHECK_FALSE(next.acquired.load());
+    marking_holds = false;
     hold.unlock();
     REQUIRE(eventually([&] { return next.acquired.load(); }));
+    CHECK(next_beside_it == 0);
     CHECK(next.statistics().handoffs_without_listing == 1);
     next.release();
     CHECK(eventually([&] { return queue_length(hc, "/lost-mark") == 0 && cluster.all_watch_count(1) == 0; }));
@@ -203,7 +224,7 @@ TEST_CASE("hand-off: a timed-out waiter's watch removals cut by a lost reply lea
     auto timed = std::async(std::launch::async, [&] { return waiter.try_lock_for(1500ms); });
     REQUIRE(eventually([&] { return queue_length(hc, "/lost-removal") == 3 && cluster.all_watch_count(1) == 4; }));
     proxy.lose_next_reply({zkr::test::zk_op::remove_watches});
-    CHECK_FALSE(timed.get());
+    CHECK_FALSE(zkr::test::get_within(timed, 10s, "try_lock_for(1500ms)"));
     REQUIRE(eventually([&] { return proxy.replies_lost() == 1; }));
     // Its node and both its watches are gone from the server; `middle`'s child watch stays.
     CHECK(eventually([&] { return queue_length(hc, "/lost-removal") == 2 && cluster.all_watch_count(1) == 2; }));

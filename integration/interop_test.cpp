@@ -73,9 +73,11 @@ TEST_CASE("Curator and zkr see each other in one queue", "[interop][mutex]") {
 
     std::promise<void> release;
     auto waiting = std::async(std::launch::async, [&] {
-        m.lock();  // FIFO behind Curator's node
+        // FIFO behind Curator's node. Bounded waits: a failed check must not leave this future's
+        // destructor waiting for ever.
+        if (!m.try_lock_for(60s)) return std::string{};
         auto node = m.node_path();
-        release.get_future().wait();
+        release.get_future().wait_for(60s);
         m.unlock();
         return node;
     });
@@ -96,7 +98,7 @@ TEST_CASE("Curator and zkr see each other in one queue", "[interop][mutex]") {
     CHECK(queue[0].owner.is_zkr());
     CHECK(path + "/" + queue[1].node == queued->substr(7));
     release.set_value();
-    CHECK(waiting.get() == path + "/" + queue[0].node);
+    CHECK(zkr::test::get_within(waiting, 10s, "zkr's hold") == path + "/" + queue[0].node);
     auto next_acquired = next.read_line();
     REQUIRE(next_acquired);
     CHECK(*next_acquired == "acquired " + queued->substr(7));

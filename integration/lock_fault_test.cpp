@@ -157,8 +157,7 @@ TEST_CASE("a watch read retried onto a new session: the waiter queues again at o
     CHECK(eventually([&] { return queue_length(holder_client, "/w") == 3; }, 8s));
     holder.unlock();
     first.release();
-    REQUIRE(waiter.wait_for(15s) == std::future_status::ready);
-    auto h = waiter.get();
+    auto h = zkr::test::get_within(waiter, 15s, "the re-queued waiter's hold");
     CHECK(h.state() == lock_state::held);
     h.unlock();
     // No watch is left behind on the server.

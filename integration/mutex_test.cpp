@@ -31,6 +31,8 @@ using namespace std::chrono_literals;
 using zkr::errc;
 using waiter = zkr::test::background_lock;
 using zkr::test::eventually;
+using zkr::test::get_within;
+using zkr::test::holds_throughout;
 using zkr::test::queue_length;
 using zkr::test::test_connect_string;
 using zkr::test::test_options;
@@ -133,7 +135,6 @@ TEST_CASE("waiters acquire in the order they queued (FIFO)", "[mutex]") {
 }
 
 TEST_CASE("no herd: one release wakes exactly one of 50 waiters", "[mutex][herd][own_servers]") {
-    if (zkr::test::using_external_ensemble()) return;  // counts the server's watches
     zkr::test::zk_cluster cluster(1);
     std::string path = "/herd";
     zkr::client holder_client(test_options(cluster.connect_string()));
@@ -177,9 +178,8 @@ TEST_CASE("no herd: one release wakes exactly one of 50 waiters", "[mutex][herd]
 
     holder.unlock();
     REQUIRE(eventually([&] { return acquired.load() == 1; }));
-    std::this_thread::sleep_for(300ms);  // time for any extra wake-up to show
-    CHECK(wakeups() == 1);
-    CHECK(acquired.load() == 1);
+    // No other waiter wakes or gets in: watched for a while, not glanced at once.
+    CHECK(holds_throughout([&] { return wakeups() == 1 && acquired.load() == 1; }, 300ms));
     // Gone: the woken waiter's child watch (one notification), the old holder's watch on its own
     // node, and the data watch of the one behind the new holder, which its mark fired (it got in
     // with no listing, so it marks). The new holder watches its own node: one more watch, unless
@@ -196,8 +196,7 @@ TEST_CASE("no herd: one release wakes exactly one of 50 waiters", "[mutex][herd]
         }
         release_cv.notify_all();
         REQUIRE(eventually([&] { return acquired.load() == n + 1; }));
-        std::this_thread::sleep_for(100ms);
-        CHECK(wakeups() == static_cast<std::uint64_t>(n + 1));
+        CHECK(holds_throughout([&] { return wakeups() == static_cast<std::uint64_t>(n + 1); }, 100ms));
     }
     {
         std::lock_guard lock(release_mutex);
@@ -217,18 +216,18 @@ TEST_CASE("holder process killed: the next waiter gets the lock within the sessi
     zkr::mutex m(c, path);
     CHECK_FALSE(m.try_lock());
     auto f = std::async(std::launch::async, [&] {
-        m.lock();
+        bool got = m.try_lock_for(30s);  // bounded: a failure must not leave the future's destructor waiting
         auto at = std::chrono::steady_clock::now();
-        bool held = m.is_held_by_current_thread();
-        m.unlock();
+        bool held = got && m.is_held_by_current_thread();
+        if (got) m.unlock();
         return std::make_pair(at, held);
     });
     REQUIRE(eventually([&] { return queue_length(c, path) == 2; }));
     auto killed_at = std::chrono::steady_clock::now();
     kill(holder, SIGKILL);
     waitpid(holder, nullptr, 0);
-    REQUIRE(f.wait_for(15s) == std::future_status::ready);
-    auto [at, held] = f.get();
+    auto [at, held] = get_within(f, 15s, "the waiter's acquisition");
+    CHECK(held);
     CHECK(at - killed_at < 2000ms + 1500ms);  // the server's session timeout plus its tick granularity
     CHECK(held);
     CHECK_FALSE(c.exists(node).exists);
@@ -249,10 +248,11 @@ TEST_CASE("holder session expired: it is told, the waiter gets in, its unlock de
     auto lost_wait = holder.async_wait_lost(asio::use_future);
     std::promise<void> done_checking;
     auto acquired = std::async(std::launch::async, [&] {
-        waiting.lock();
+        // Bounded waits: a failed check must not leave this future's destructor waiting for ever.
+        if (!waiting.try_lock_for(30s)) return std::make_tuple(std::int64_t{0}, std::string{}, false);
         auto t = waiting.fencing_token();
         auto node = waiting.node_path();
-        done_checking.get_future().wait();
+        done_checking.get_future().wait_for(30s);
         bool still_held = waiting.state() == zkr::lock_state::held;
         waiting.unlock();
         return std::make_tuple(t, node, still_held);
@@ -261,12 +261,10 @@ TEST_CASE("holder session expired: it is told, the waiter gets in, its unlock de
 
     zkr::test::expire_session(holder_client, test_connect_string());
 
-    auto lost_future = lost_node.get_future();
-    REQUIRE(lost_future.wait_for(15s) == std::future_status::ready);
-    CHECK(lost_future.get() == holder.node_path());
+    CHECK(get_within(lost_node.get_future(), 15s, "the on_lost handler") == holder.node_path());
     CHECK(holder.state() == zkr::lock_state::lost);
     try {
-        lost_wait.get();
+        get_within(lost_wait, 15s, "async_wait_lost");
         FAIL("async_wait_lost should report the loss");
     } catch (const boost::system::system_error& e) {
         CHECK(e.code() == errc::lock_lost);
@@ -280,18 +278,17 @@ TEST_CASE("holder session expired: it is told, the waiter gets in, its unlock de
     CHECK_THROWS_AS(holder.lock(), zkr::system_error);
     holder.unlock();
     CHECK(holder.hold_count() == 0);
-    std::this_thread::sleep_for(200ms);
+    // The stale release is ordered before anything its client sends next: this read sees it.
+    CHECK(holder_client.exists(path + "/" + queue[0].node).exists);
     CHECK(waiter_client.exists(path + "/" + queue[0].node).exists);
     done_checking.set_value();
-    REQUIRE(acquired.wait_for(15s) == std::future_status::ready);
-    auto [new_token, node, still_held] = acquired.get();
+    auto [new_token, node, still_held] = get_within(acquired, 15s, "the waiter's acquisition");
     CHECK(new_token > token);  // fencing: the new holder's token is higher
     CHECK(node == path + "/" + queue[0].node);
     CHECK(still_held);
 }
 
 TEST_CASE("create reply lost: the node is adopted, one per contender", "[mutex][fault][own_servers]") {
-    if (zkr::test::using_external_ensemble()) return;  // needs a proxy in front of its own server
     zkr::test::zk_cluster cluster(1);
     zkr::test::fault_proxy proxy(cluster.server_address(1));
     zkr::client c(test_options(proxy.address()));
@@ -315,7 +312,6 @@ TEST_CASE("create reply lost: the node is adopted, one per contender", "[mutex][
 }
 
 TEST_CASE("create reply lost and a new session in between: the old node is deleted, not adopted", "[mutex][fault][own_servers]") {
-    if (zkr::test::using_external_ensemble()) return;
     zkr::test::zk_cluster cluster(1);
     zkr::test::fault_proxy proxy(cluster.server_address(1));
     zkr::client c(test_options(proxy.address(), 1500ms));
@@ -331,9 +327,10 @@ TEST_CASE("create reply lost and a new session in between: the old node is delet
     auto credentials = zkr::detail::client_access::impl(c)->session_credentials();
     std::promise<void> checked;
     auto locked = std::async(std::launch::async, [&] {
-        m.lock();
+        // Bounded waits: a failed check must not leave this future's destructor waiting for ever.
+        if (!m.try_lock_for(60s)) return std::string{};
         auto node = m.node_path();
-        checked.get_future().wait();
+        checked.get_future().wait_for(30s);
         m.unlock();
         return node;
     });
@@ -357,11 +354,10 @@ TEST_CASE("create reply lost and a new session in between: the old node is delet
     CHECK(children[0] != stale[0]);
     CHECK(observer.exists("/stale/" + children[0]).stat.ephemeral_owner == c.session_id());
     checked.set_value();
-    CHECK(locked.get() == "/stale/" + children[0]);
+    CHECK(get_within(locked, 10s, "the acquisition") == "/stale/" + children[0]);
 }
 
 TEST_CASE("a waiter in the middle times out: its node and watch go, the next re-watches", "[mutex][own_servers]") {
-    if (zkr::test::using_external_ensemble()) return;  // counts the server's watches
     zkr::test::zk_cluster cluster(1);
     std::string path = "/middle";
     zkr::client hc(test_options(cluster.connect_string()));
@@ -382,7 +378,7 @@ TEST_CASE("a waiter in the middle times out: its node and watch go, the next re-
     CHECK(eventually([&] { return cluster.watch_count(1) == 2; }));
     CHECK(cluster.all_watch_count(1) == 6);
 
-    CHECK_FALSE(timed.get());
+    CHECK_FALSE(get_within(timed, 10s, "try_lock_for(1500ms)"));
     CHECK(eventually([&] { return queue_length(hc, path) == 3; }));
     // The timed-out waiter's watches are gone from the server; `last` now watches `first`.
     CHECK(eventually([&] { return cluster.watch_count(1) == 1; }));
@@ -410,7 +406,7 @@ TEST_CASE("a cancelled async_lock removes its node", "[mutex][async]") {
     REQUIRE(eventually([&] { return queue_length(hc, path) == 2; }));
     asio::post(wc.get_executor(), [&] { cancel.emit(asio::cancellation_type::terminal); });
     try {
-        f.get();
+        get_within(f, 10s, "the cancelled acquisition");
         FAIL("expected a cancellation");
     } catch (const zkr::system_error& e) {
         CHECK(e.code() == zkr::errc::cancelled);
@@ -426,7 +422,6 @@ TEST_CASE("a cancelled async_lock removes its node", "[mutex][async]") {
 }
 
 TEST_CASE("release during connection loss: the delete completes after reconnecting", "[mutex][fault][own_servers]") {
-    if (zkr::test::using_external_ensemble()) return;
     zkr::test::zk_cluster cluster(1);
     zkr::test::fault_proxy proxy(cluster.server_address(1));
     zkr::client c(test_options(proxy.address(), 8s));
@@ -482,7 +477,7 @@ TEST_CASE("reentrancy: three deep, across objects, and non-owner release", "[mut
     same.unlock();
 
     // Another thread holds nothing: release fails and changes nothing.
-    std::async(std::launch::async, [&] {
+    get_within(std::async(std::launch::async, [&] {
         CHECK_FALSE(m.is_held_by_current_thread());
         CHECK(m.is_acquired_in_this_process());
         try {
@@ -493,7 +488,7 @@ TEST_CASE("reentrancy: three deep, across objects, and non-owner release", "[mut
         }
         m.unlock();  // never throws; ignored
         CHECK_FALSE(m.try_lock());
-    }).get();
+    }), 30s, "the other thread's checks");
     CHECK(m.hold_count() == 3);
 
     m.unlock();
@@ -507,7 +502,6 @@ TEST_CASE("reentrancy: three deep, across objects, and non-owner release", "[mut
 }
 
 TEST_CASE("server restarted within the session timeout: the holder keeps the lock", "[mutex][fault][own_servers]") {
-    if (zkr::test::using_external_ensemble()) return;
     zkr::test::zk_cluster cluster(1);
     zkr::client hc(test_options(cluster.connect_string(), 10s));
     zkr::mutex holder(hc, "/restart");
@@ -526,7 +520,6 @@ TEST_CASE("server restarted within the session timeout: the holder keeps the loc
 }
 
 TEST_CASE("leader killed: holds and queue survive", "[mutex][fault][ensemble][own_servers]") {
-    if (zkr::test::using_external_ensemble()) return;
     zkr::test::zk_cluster cluster(3);
     zkr::client hc(test_options(cluster.connect_string(), 8s));
     zkr::mutex holder(hc, "/failover");
@@ -553,7 +546,7 @@ TEST_CASE("async lock: callback and future and coroutine, each owning its hold",
 
     std::promise<std::pair<zkr::error_code, zkr::lock_hold>> got;
     m.async_lock([&](zkr::error_code ec, zkr::lock_hold h) { got.set_value({ec, std::move(h)}); });
-    auto [ec, hold] = got.get_future().get();
+    auto [ec, hold] = get_within(got.get_future());
     CHECK_FALSE(ec);
     REQUIRE(hold.owns_lock());
     CHECK(hold.state() == zkr::lock_state::held);
@@ -570,23 +563,25 @@ TEST_CASE("async lock: callback and future and coroutine, each owning its hold",
     CHECK_THROWS_AS(hold.fencing_token(), zkr::system_error);
 
     {
-        auto h = m.async_lock(asio::use_future).get();
+        auto h = get_within(m.async_lock(asio::use_future));
         CHECK(h.owns_lock());
         CHECK(m.hold_count() == 0);
     }  // released by its destructor
     CHECK(eventually([&] { return queue_length(c, path) == 0; }));
 
     asio::io_context io;
-    bool held_inside = false;
+    bool held_inside = false, finished = false;
     asio::co_spawn(
         io,
         [&]() -> asio::awaitable<void> {
             auto h = co_await m.async_lock(asio::use_awaitable);
             held_inside = h.state() == zkr::lock_state::held;
             co_await h.async_unlock(asio::use_awaitable);
+            finished = true;
         },
         asio::detached);
-    io.run();
+    io.run_for(30s);  // returns once the coroutine is done
+    REQUIRE(finished);
     CHECK(held_inside);
     CHECK(queue_length(c, path) == 0);  // async_unlock completed after the node was gone
 }
@@ -622,8 +617,7 @@ TEST_CASE("a waiter's session expires: it queues again under its new session and
         if (path + "/" + n != holder.node_path()) waiter_node = path + "/" + n;
     }
     CHECK(hc.exists(waiter_node).stat.ephemeral_owner == w.client.session_id());
-    std::this_thread::sleep_for(300ms);
-    CHECK_FALSE(w.acquired.load());
+    CHECK(holds_throughout([&] { return !w.acquired.load(); }, 300ms));
     holder.unlock();
     CHECK(eventually([&] { return w.acquired.load(); }));
 }

@@ -71,7 +71,7 @@ TEST_CASE("state() tells the truth while a user handler spins on the default exe
     CHECK(held.state() == lock_state::lost);
     other.unlock();
     held.unlock();
-    spinning.wait();
+    zkr::test::get_within(spinning, 15s, "the spinning handler");
 }
 
 TEST_CASE("a blocking try_lock_for inside a completion handler returns by its deadline", "[session_model]") {
@@ -89,8 +89,7 @@ TEST_CASE("a blocking try_lock_for inside a completion handler returns by its de
         result.set_value({got, ms_since(start)});
     });
     auto f = result.get_future();
-    REQUIRE(f.wait_for(5s) == std::future_status::ready);
-    auto [got, took] = f.get();
+    auto [got, took] = zkr::test::get_within(f, 5s, "the handler's try_lock_for(1 s)");
     CHECK_FALSE(got);
     CHECK(took >= 1000);
     CHECK(took < 2000);
@@ -168,11 +167,11 @@ TEST_CASE("a late lost event never marks a hold of the new session lost", "[sess
     REQUIRE(eventually([&] { return c.session_id() != 0 && c.session_id() != old_session && c.is_connected(); }));
     m.lock();  // on the new session, while the user executor is still busy
     REQUIRE(busy.wait_for(0ms) == std::future_status::timeout);
-    busy.wait();
+    zkr::test::get_within(busy, 15s, "the busy user executor");
     // Everything the busy executor held back has run by now.
     std::promise<void> drained;
     asio::post(user_context, [&] { drained.set_value(); });
-    drained.get_future().wait();
+    zkr::test::get_within(drained.get_future(), 10s, "the user executor's backlog");
     CHECK(m.state() == lock_state::held);
     CHECK_NOTHROW(m.lock());  // re-entry is allowed: the hold is good
     CHECK(m.hold_count() == 2);
@@ -295,7 +294,7 @@ TEST_CASE("a session given up while the server was away is closed on the server 
     holder.unlock();
 }
 
-TEST_CASE("an unresolvable host is not a construction error; wait_connected names DNS", "[session_model][input]") {
+TEST_CASE("an unresolvable host is not a construction error, and wait_connected names DNS", "[session_model][input]") {
     auto options = test_options("no-such-host.invalid:2181");
     std::unique_ptr<zkr::client> c;
     REQUIRE_NOTHROW(c = std::make_unique<zkr::client>(options));

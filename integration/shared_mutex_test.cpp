@@ -23,6 +23,8 @@ namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using zkr::errc;
 using zkr::test::eventually;
+using zkr::test::get_within;
+using zkr::test::holds_throughout;
 using zkr::test::queue_length;
 using zkr::test::test_connect_string;
 using zkr::test::test_options;
@@ -133,16 +135,12 @@ TEST_CASE("fair: a waiting writer holds back later readers and those behind it e
     REQUIRE(eventually([&] { return queue_length(c, path) == 2; }));
     contender late1(connect, path, false), late2(connect, path, false);
     REQUIRE(eventually([&] { return queue_length(c, path) == 4; }));
-    std::this_thread::sleep_for(300ms);
-    CHECK_FALSE(writer.acquired.load());
-    CHECK_FALSE(late1.acquired.load());  // a reader holds, but a writer waits before them
-    CHECK_FALSE(late2.acquired.load());
+    // A reader holds, but a writer waits before the late readers: nobody else gets in.
+    CHECK(holds_throughout([&] { return !writer.acquired.load() && !late1.acquired.load() && !late2.acquired.load(); }, 300ms));
 
     first_reader.unlock_shared();
     REQUIRE(eventually([&] { return writer.acquired.load(); }));
-    std::this_thread::sleep_for(200ms);
-    CHECK_FALSE(late1.acquired.load());
-    CHECK_FALSE(late2.acquired.load());
+    CHECK(holds_throughout([&] { return !late1.acquired.load() && !late2.acquired.load(); }, 200ms));
     writer.release();
     CHECK(eventually([&] { return late1.acquired.load() && late2.acquired.load(); }));
 }
@@ -162,16 +160,15 @@ TEST_CASE("wake-ups: a writer's release wakes only the readers right behind it",
 
     holder.unlock();
     for (auto& r : readers) REQUIRE(eventually([&] { return r->acquired.load(); }));
-    std::this_thread::sleep_for(200ms);
-    for (auto& r : readers) CHECK(r->wakeups() == 1);  // each reader woke once
-    CHECK(writer.wakeups() == 0);                      // the writer behind them did not
+    // Each reader woke once; the writer behind them did not.
+    CHECK(holds_throughout([&] {
+        return readers[0]->wakeups() == 1 && readers[1]->wakeups() == 1 && readers[2]->wakeups() == 1 && writer.wakeups() == 0;
+    }, 200ms));
 
     // Readers leaving: only the one right before the writer wakes it.
     readers[0]->release();
     readers[1]->release();
-    std::this_thread::sleep_for(200ms);
-    CHECK(writer.wakeups() == 0);
-    CHECK_FALSE(writer.acquired.load());
+    CHECK(holds_throughout([&] { return writer.wakeups() == 0 && !writer.acquired.load(); }, 200ms));
     readers[2]->release();
     REQUIRE(eventually([&] { return writer.acquired.load(); }));
     CHECK(writer.wakeups() == 1);
@@ -188,8 +185,7 @@ TEST_CASE("downgrade keeps its place against a queued writer", "[shared_mutex]")
     rw.lock_shared();  // downgrade: granted at once to the write holder
     CHECK(rw.read_lock().hold_count() == 1);
     rw.unlock();       // keep reading; the writer must not slip in beside us
-    std::this_thread::sleep_for(500ms);
-    CHECK_FALSE(queued_writer.acquired.load());
+    CHECK(holds_throughout([&] { return !queued_writer.acquired.load(); }, 500ms));
     CHECK(rw.read_lock().state() == zkr::lock_state::held);
     rw.unlock_shared();
     CHECK(eventually([&] { return queued_writer.acquired.load(); }));
@@ -238,8 +234,7 @@ TEST_CASE("upgrade is refused at once with upgrade_refused", "[shared_mutex]") {
     CHECK(f.wait_for(300ms) == std::future_status::timeout);
     CHECK(queue_length(c, path) == 2);
     rw.unlock_shared();
-    REQUIRE(f.wait_for(10s) == std::future_status::ready);
-    auto w = f.get();
+    auto w = get_within(f, 10s, "the async writer");
     CHECK(w.state() == zkr::lock_state::held);
 }
 
@@ -274,7 +269,7 @@ TEST_CASE("a writer's session expires: readers get in, the writer is told", "[sh
     CHECK(writer.write_lock().state() != zkr::lock_state::held);
     CHECK(eventually([&] { return writer.write_lock().state() == zkr::lock_state::lost; }, 15s));
     try {
-        lost.get();
+        get_within(lost, 15s, "async_wait_lost");
         FAIL("expected lock_lost");
     } catch (const boost::system::system_error& e) {
         CHECK(e.code() == errc::lock_lost);
@@ -310,8 +305,7 @@ TEST_CASE("Curator and zkr on one read/write lock, both ways, invariants hold", 
         REQUIRE(writer.read_line().value_or("").rfind("queued ", 0) == 0);
         contender late(connect, path, false);
         REQUIRE(eventually([&] { return queue_length(c, path) == 4; }));
-        std::this_thread::sleep_for(300ms);
-        CHECK_FALSE(late.acquired.load());  // fair across implementations
+        CHECK(holds_throughout([&] { return !late.acquired.load(); }, 300ms));  // fair across implementations
         reader.write_line("release");
         CHECK(reader.read_line() == std::optional<std::string>("released"));
         rw.unlock_shared();

@@ -76,6 +76,16 @@ server_running() { # DIR i
     pid_is_server "$(server_pid "$1" "$2")" "$1" "$2"
 }
 
+# Alive at all (not gone, not a zombie): launch()'s subshell is, before it has exec'd the JVM.
+pid_alive() { # pid
+    local pid=$1 stat state
+    [[ -n $pid && -r /proc/$pid/stat ]] || return 1
+    stat=$(cat "/proc/$pid/stat" 2>/dev/null) || return 1
+    state=${stat##*) }
+    state=${state%% *}
+    [[ $state != Z && $state != X ]]
+}
+
 server_count() { # DIR
     [[ -s $1/servers ]] || die "$1 is not a cluster directory (no $1/servers)"
     cat -- "$1/servers"
@@ -189,6 +199,13 @@ wait_serving() { # DIR deadline_ms i...
         ok=1
         leader=0
         for i in "$@"; do
+            if ! server_running "$dir" "$i" && pid_alive "$(server_pid "$dir" "$i")"; then
+                # Launched, but its subshell has not exec'd the JVM yet (a busy machine): its
+                # command line is still the script's. Starting, not dead.
+                ok=0
+                WAIT_FAILED=$i
+                continue
+            fi
             if ! server_running "$dir" "$i"; then
                 WAIT_FAILED=$i
                 if grep -q -E 'Address already in use|BindException' "$dir/s$i/server.log" 2>/dev/null; then

@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # Builds zkr and runs every test: unit tests, and integration tests against real ZooKeeper
-# servers this script starts on loopback (or against $ZK_CONNECT when it is set).
+# servers started on loopback (tests that need just "a server" use $ZK_CONNECT when it is set;
+# the ensemble tests and those that stop, pause or count servers always start their own).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ -n "${ZK_CONNECT:-}" ]; then
+  echo "*** ZK_CONNECT=$ZK_CONNECT: tests that need a server use it, not the harness's own." >&2
+  echo "*** The ensemble tests and those that stop, pause or count servers still start their own." >&2
+fi
 scripts/setup.sh
 build=${ZKR_BUILD_DIR:-build}
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=${ZKR_BUILD_TYPE:-RelWithDebInfo} >/dev/null

@@ -6,7 +6,9 @@
 //
 // Usage: zkr_chaos [--duration S] [--workers K] [--threads T] [--session-ms MS] [--seed N]
 //                  [--report FILE] [--fault-every-ms MS]
-// Exit status 0 when every check holds (see the end of main), 1 otherwise.
+// Exit status 0 when every check holds (see the end of main), 1 otherwise, 2 for bad arguments.
+// --seed N replays a run's faults: their kinds, order, durations and pauses come from N alone
+// (which holder a fault hits depends on who holds at that moment, and so on timing).
 #include "support/child_process.hpp"
 #include "support/fault_proxy.hpp"
 #include "support/session_tools.hpp"
@@ -77,9 +79,15 @@ public:
     }
     int port() const { return port_; }
 
+    /// What happens from now on is counted under `label` (holds, writes, ...).
     void set_label(const std::string& label) {
         std::lock_guard lock(mutex_);
         label_ = label;
+        tallies_[label];
+    }
+    /// One fault of `label` was injected: counted only once it really was.
+    void count_fault(const std::string& label) {
+        std::lock_guard lock(mutex_);
         ++tallies_[label].faults;
     }
     std::map<std::string, tally> tallies() {
@@ -234,20 +242,40 @@ struct worker {
     std::vector<std::string> overrun_lines;
     std::vector<std::pair<long long, long>> rss;  // (ns, kB)
     std::string stats;
+    std::vector<std::string> errors;  // "error ..." lines: exceptions and broken promises it saw
     bool killed = false;
     std::atomic<bool> done{false};
 };
 
+const std::set<std::string> options = {"--duration", "--workers", "--threads", "--session-ms",
+                                       "--fault-every-ms", "--seed", "--report"};
+
 std::string arg(int argc, char** argv, const std::string& name, const std::string& fallback) {
-    for (int i = 1; i + 1 < argc; ++i) {
+    for (int i = 1; i + 1 < argc; i += 2) {
         if (argv[i] == name) return argv[i + 1];
     }
     return fallback;
 }
 
+// Every argument is a known option with a value: a mistyped one must not run a different soak.
+bool arguments_ok(int argc, char** argv) {
+    if (argc % 2 != 1) return false;
+    for (int i = 1; i < argc; i += 2) {
+        if (!options.count(argv[i])) return false;
+    }
+    return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+    if (!arguments_ok(argc, argv)) {
+        std::fprintf(stderr,
+                     "usage: %s [--duration S] [--workers K] [--threads T] [--session-ms MS] [--seed N] [--report FILE] "
+                     "[--fault-every-ms MS]\n",
+                     argv[0]);
+        return 2;
+    }
     int duration_s = std::stoi(arg(argc, argv, "--duration", "60"));
     int worker_count = std::stoi(arg(argc, argv, "--workers", "3"));
     int threads = std::stoi(arg(argc, argv, "--threads", "3"));
@@ -258,7 +286,11 @@ int main(int argc, char** argv) {
     std::printf("zkr chaos soak: %d s, %d processes x %d threads, session timeout %d ms, seed %llu\n", duration_s,
                 worker_count, threads, session_ms, static_cast<unsigned long long>(seed));
     std::fflush(stdout);
+    // Two streams: the faults (kinds, order, durations, pauses) draw from one, which replays
+    // exactly with --seed; the choice of a holder to hit, whose draws depend on timing, from the
+    // other.
     std::mt19937_64 random(seed);
+    std::mt19937_64 victims(seed ^ 0x9e3779b97f4a7c15ULL);
     auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(random); };
     zkr::log::set_threshold(zkr::log::level::error);
 
@@ -287,7 +319,10 @@ int main(int argc, char** argv) {
                 if (line->rfind("call ", 0) == 0) raw->overrun_lines.push_back(*line);
                 else if (line->rfind("rss ", 0) == 0) raw->rss.emplace_back(now_ns(), std::stol(line->substr(4)));
                 else if (line->rfind("stats ", 0) == 0) raw->stats = *line;
-                else std::fprintf(stderr, "worker %d: %s\n", raw->id, line->c_str());
+                else {
+                    if (line->rfind("error ", 0) == 0) raw->errors.push_back(*line);
+                    std::fprintf(stderr, "worker %d: %s\n", raw->id, line->c_str());
+                }
             }
             raw->done = true;
         });
@@ -304,13 +339,14 @@ int main(int argc, char** argv) {
         for (auto& w : workers) {
             if (!w->killed && !(to_kill && w->id == 0)) live.push_back(w.get());
         }
-        return live[static_cast<std::size_t>(pick(0, static_cast<int>(live.size()) - 1))];
+        return live[std::uniform_int_distribution<std::size_t>(0, live.size() - 1)(victims)];
     };
 
     // Every kind of fault in turn, in an order shuffled by the seed.
     const std::vector<std::string> kinds = {"leader kill -9", "leader SIGSTOP", "quorum lost < T", "holder frozen > T",
                                             "holder partitioned > T", "holder killed"};
     std::vector<std::string> order;
+    long injection_failures = 0;
     auto start = clock_type::now();
     auto end = start + std::chrono::seconds(duration_s);
     std::this_thread::sleep_for(3s);  // some holds with no fault first
@@ -322,6 +358,7 @@ int main(int argc, char** argv) {
         std::string kind = order.back();
         order.pop_back();
         the_fence.set_label(kind);
+        bool injected = false;
         std::printf("%6.1f s  %s\n", std::chrono::duration<double>(clock_type::now() - start).count(), kind.c_str());
         std::fflush(stdout);
         auto T = std::chrono::milliseconds(session_ms);
@@ -344,28 +381,33 @@ int main(int argc, char** argv) {
                 cluster.resume_server(a);
                 cluster.resume_server(b);
             } else if (kind == "holder frozen > T") {
-                worker* w = live_worker(the_fence.some_holder(random), false);
+                worker* w = live_worker(the_fence.some_holder(victims), false);
                 long long from = now_ns();
-                kill(w->process->pid(), SIGSTOP);
+                if (kill(w->process->pid(), SIGSTOP) != 0) throw std::runtime_error("SIGSTOP failed");
                 std::this_thread::sleep_for(T + std::chrono::milliseconds(pick(1000, 2000)));
-                kill(w->process->pid(), SIGCONT);
+                if (kill(w->process->pid(), SIGCONT) != 0) throw std::runtime_error("SIGCONT failed");
                 std::lock_guard lock(w->mutex);
                 w->frozen.emplace_back(from, now_ns());
             } else if (kind == "holder partitioned > T") {
-                worker* w = live_worker(the_fence.some_holder(random), false);
+                worker* w = live_worker(the_fence.some_holder(victims), false);
                 for (auto& p : w->proxies) p->blackhole(true);
                 std::this_thread::sleep_for(T + std::chrono::milliseconds(pick(1000, 3000)));
                 for (auto& p : w->proxies) p->blackhole(false);
             } else if (kind == "holder killed") {
-                worker* w = live_worker(the_fence.some_holder(random), true);
+                worker* w = live_worker(the_fence.some_holder(victims), true);
                 w->killed = true;
-                kill(w->process->pid(), SIGKILL);
+                if (kill(w->process->pid(), SIGKILL) != 0) throw std::runtime_error("SIGKILL failed");
                 std::this_thread::sleep_for(1s);
                 spawn();
             }
+            injected = true;
         } catch (const std::exception& e) {
-            std::fprintf(stderr, "fault %s: %s\n", kind.c_str(), e.what());
+            // Not counted as injected: the run did not do what its report would say. It fails.
+            ++injection_failures;
+            std::fprintf(stderr, "fault %s could not be injected: %s\n", kind.c_str(), e.what());
+            the_fence.set_label("no fault");
         }
+        if (injected) the_fence.count_fault(kind);
         auto pause = std::chrono::milliseconds(pick(fault_every_ms / 2, fault_every_ms * 3 / 2));
         if (clock_type::now() + pause + 5s < end) std::this_thread::sleep_for(pause);
         else break;
@@ -373,24 +415,31 @@ int main(int argc, char** argv) {
     the_fence.set_label("no fault");
     std::this_thread::sleep_for(3s);  // the ensemble and every worker settle
 
-    // Everyone is told to finish, and must.
-    int hung = 0;
+    // Everyone is told to finish, and must, with status 0 (under ASan, LeakSanitizer checks each
+    // worker as it exits: a leak is a non-zero status).
+    int hung = 0, failed_exits = 0;
     for (auto& w : workers) {
         if (!w->killed) w->process->close_input();
     }
     for (auto& w : workers) {
         if (w->killed) {
             w->process->wait(5s);
-        } else if (w->process->wait(20s) != 0) {
+        } else if (int status = w->process->wait(20s); status == -1) {
             ++hung;
-            std::fprintf(stderr, "worker %d did not finish when told\n", w->id);
+            std::fprintf(stderr, "worker %d did not finish when told (or was killed by a signal)\n", w->id);
+        } else if (status != 0) {
+            ++failed_exits;
+            std::fprintf(stderr, "worker %d exited with status %d\n", w->id, status);
         }
         if (w->reader.joinable()) w->reader.join();
     }
 
-    // Nothing left once the sessions end (killed workers' sessions expire on their own).
+    // Nothing left once the sessions end (killed workers' sessions expire on their own). A check
+    // that cannot be made (no connection, a listing that fails) fails the run: it must not pass
+    // for want of an answer.
     std::size_t nodes_left = 0;
-    {
+    long check_errors = 0;
+    try {
         zkr::client_options o;
         o.connect = cluster.connect_string();
         zkr::client observer(o);
@@ -401,7 +450,12 @@ int main(int argc, char** argv) {
                 return nodes_left == 0;
             },
             std::chrono::milliseconds(3 * session_ms + 5000));
+    } catch (const std::exception& e) {
+        ++check_errors;
+        std::fprintf(stderr, "the check for lock nodes left could not be made: %s\n", e.what());
     }
+    long worker_errors = 0;
+    for (auto& w : workers) worker_errors += static_cast<long>(w->errors.size());
 
     // Timed calls past their deadline + 1 s, not counting time their process was frozen.
     long overruns = 0;
@@ -433,6 +487,14 @@ int main(int argc, char** argv) {
         rss_last = std::max(rss_last, last);
     }
     bool memory_flat = rss_first > 0 && rss_last <= rss_first + std::max(rss_first / 10, 2048L);
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    // RSS measures the sanitizer too: ASan's quarantine keeps freed memory (up to 256 MB) so that
+    // a use after free is caught, TSan's shadow and history grow with the memory touched. Judged
+    // in the normal build; under ASan, LeakSanitizer checks every worker as it exits (above).
+    const bool memory_judged = false;
+#else
+    const bool memory_judged = true;
+#endif
 
     // The report.
     auto tallies = the_fence.tallies();
@@ -461,15 +523,24 @@ int main(int argc, char** argv) {
            << total.probes << " probes)\n";
     report << "- timed calls past their deadline + 1 s: " << overruns << "\n";
     report << "- processes that did not finish when told: " << hung << "\n";
+    report << "- processes that finished with a non-zero status: " << failed_exits << "\n";
     report << "- lock nodes left once sessions ended: " << nodes_left << "\n";
+    report << "- errors the workers saw (exceptions from zkr, state() held past valid_until()): " << worker_errors << "\n";
+    report << "- faults that could not be injected: " << injection_failures << "\n";
+    report << "- checks that could not be made: " << check_errors << "\n";
     report << "- client memory (VmRSS, max of the first and the last third of the run): " << rss_first << " kB -> "
-           << rss_last << " kB (" << (memory_flat ? "flat" : "GROWING") << ")\n";
+           << rss_last << " kB ("
+           << (!memory_judged ? "not judged under a sanitizer, whose own memory it includes" : memory_flat ? "flat" : "GROWING")
+           << ")\n";
     for (auto& p : the_fence.problems()) report << "- problem: " << p << "\n";
     std::cout << "\n" << report.str() << std::flush;
     if (!report_path.empty()) std::ofstream(report_path) << report.str();
 
-    bool ok = total.refused_while_held == 0 && total.overlaps == 0 && overruns == 0 && hung == 0 && nodes_left == 0 &&
-              memory_flat && total.holds > 0;
-    std::cout << (ok ? "PASS" : "FAIL") << std::endl;
+    bool ok = total.refused_while_held == 0 && total.overlaps == 0 && overruns == 0 && hung == 0 && failed_exits == 0 &&
+              nodes_left == 0 && (memory_flat || !memory_judged) && worker_errors == 0 && injection_failures == 0 && check_errors == 0 && total.holds > 0 &&
+              total.faults > 0;
+    std::cout << (ok ? "PASS" : "FAIL") << " (seed " << seed << "; replay: zkr_chaos --seed " << seed << " --duration "
+              << duration_s << " --workers " << worker_count << " --threads " << threads << " --session-ms " << session_ms
+              << " --fault-every-ms " << fault_every_ms << ")" << std::endl;
     return ok ? 0 : 1;
 }

@@ -12,7 +12,10 @@
 //   RESOURCE: m (the mutex) or rw; KIND: x (exclusive), r (read), w (write).
 // To stdout (the driver reads it):
 //   "call START_NS END_NS DEADLINE_MS" for a timed call that took more than its deadline + 1 s
-//   "rss KB" every 5 s; "stats holds=N writes=N refused=N probes=N" when it ends.
+//   "error WHAT" for an exception from zkr, or a state() that said held at or past its own
+//   valid_until() (the lease broken); the driver fails the run on any
+//   "rss KB" every 5 s; "stats holds=N writes=N refused=N probes=N errors=N" when it ends.
+// Whether it holds is zkr's state(), as read: the worker keeps no clock of its own on it.
 #include "zkr/client.hpp"
 #include "zkr/log.hpp"
 #include "zkr/mutex.hpp"
@@ -97,7 +100,7 @@ long rss_kb() {
 }
 
 struct totals {
-    std::atomic<long> holds{0}, writes{0}, refused{0}, probes{0};
+    std::atomic<long> holds{0}, writes{0}, refused{0}, probes{0}, errors{0};
 };
 
 void contend(int id, int thread, zkr::mutex& m, zkr::shared_mutex& rw, int fence_port, std::uint64_t seed,
@@ -105,7 +108,12 @@ void contend(int id, int thread, zkr::mutex& m, zkr::shared_mutex& rw, int fence
     fence_connection fence(fence_port);
     std::mt19937_64 random(seed);
     auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(random); };
+    auto error = [&](const std::string& what) {
+        ++t.errors;
+        say("error thread " + std::to_string(thread) + ": " + what);
+    };
     while (!stop) {
+      try {
         int what = pick(0, 99);
         zkr::lock_view& view = what < 50 ? static_cast<zkr::lock_view&>(m) : what < 85 ? rw.read_lock() : rw.write_lock();
         std::string resource = what < 50 ? "m" : "rw";
@@ -115,9 +123,10 @@ void contend(int id, int thread, zkr::mutex& m, zkr::shared_mutex& rw, int fence
         zkr::error_code ec;
         bool got = false;
         try {
+            // Connection trouble is "not acquired"; what throws is an error (and counted).
             got = view.try_lock_for(deadline, ec);
         } catch (const std::exception& e) {
-            say(std::string("error ") + e.what());
+            error(std::string("try_lock_for threw: ") + e.what());
         }
         auto end = clock_type::now();
         if (end - start > deadline + 1s)
@@ -137,11 +146,15 @@ void contend(int id, int thread, zkr::mutex& m, zkr::shared_mutex& rw, int fence
         auto until = clock_type::now() + hold_for;
         bool entered = false;
         while (!stop && clock_type::now() < until) {
+            auto asked = clock_type::now();
             auto state = view.state();
-            // The lease's end, read after state(): an answer since can only have extended it.
+            // The lease's end, read after state(): an answer since can only have extended it; the
+            // epoch if the hold stopped being held in between.
             auto valid = view.valid_until();
-            if (state == zkr::lock_state::held && valid <= clock_type::now()) state = zkr::lock_state::uncertain;
-            if (state != zkr::lock_state::held) break;
+            if (state != zkr::lock_state::held || valid == clock_type::time_point{}) break;
+            // zkr's promise: held only before the lease's end. Told, and written all the same,
+            // so the fence sees what a holder trusting state() would do.
+            if (asked >= valid) error("state() said held " + std::to_string(ns(asked) - ns(valid)) + " ns past valid_until()");
             if (!entered) {
                 fence.send(message("E", valid));
                 entered = true;
@@ -159,6 +172,9 @@ void contend(int id, int thread, zkr::mutex& m, zkr::shared_mutex& rw, int fence
         }
         if (entered) fence.send(message("X", clock_type::time_point{}));
         view.unlock();
+      } catch (const std::exception& e) {
+        error(std::string("threw: ") + e.what());
+      }
     }
 }
 
@@ -201,6 +217,7 @@ int main(int argc, char** argv) {
     for (auto& w : workers) w.join();
     memory.join();
     say("stats holds=" + std::to_string(t.holds) + " writes=" + std::to_string(t.writes) +
-        " refused=" + std::to_string(t.refused) + " probes=" + std::to_string(t.probes));
+        " refused=" + std::to_string(t.refused) + " probes=" + std::to_string(t.probes) +
+        " errors=" + std::to_string(t.errors));
     return 0;
 }

@@ -120,14 +120,11 @@ int retry_while_disconnected(F op, std::chrono::milliseconds timeout = 15s) {
 }  // namespace
 
 TEST_CASE("zk_cluster: standalone server starts and answers four-letter words", "[harness]") {
-    if (zkr::test::using_external_ensemble()) {
-        SUCCEED("starts its own server: native harness only");
-        return;
-    }
     const auto t0 = std::chrono::steady_clock::now();
     zk_cluster cluster(1);
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
     WARN("standalone start took " << ms.count() << " ms");
+    CHECK(ms < 30s);  // generous: a JVM on a busy 2-core machine
     REQUIRE(cluster.size() == 1);
     REQUIRE(cluster.connect_string() == cluster.server_address(1));
     CHECK(cluster.four_letter_word(1, "ruok") == "imok");
@@ -254,14 +251,11 @@ TEST_CASE("fault_proxy: blackhole makes the client time out", "[harness]") {
 }
 
 TEST_CASE("zk_cluster: 3-server ensemble elects a new leader when the leader dies", "[harness]") {
-    if (zkr::test::using_external_ensemble()) {
-        SUCCEED("kills servers: native harness only");
-        return;
-    }
     const auto t0 = std::chrono::steady_clock::now();
     zk_cluster cluster(3);
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
     WARN("3-server ensemble start took " << ms.count() << " ms");
+    CHECK(ms < 60s);
     REQUIRE(cluster.size() == 3);
 
     const int old_leader = cluster.leader();

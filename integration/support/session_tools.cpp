@@ -3,11 +3,17 @@
 #include "client_impl.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <condition_variable>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <random>
 #include <stdexcept>
 #include <thread>
+
+#include <pthread.h>
+#include <unistd.h>
 
 namespace zkr::test {
 namespace {
@@ -84,6 +90,15 @@ bool eventually(const std::function<bool()>& condition, std::chrono::millisecond
     return true;
 }
 
+bool holds_throughout(const std::function<bool()>& condition, std::chrono::milliseconds window) {
+    auto end = std::chrono::steady_clock::now() + window;
+    while (std::chrono::steady_clock::now() < end) {
+        if (!condition()) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return condition();
+}
+
 state_log::state_log(zkr::client& c)
     : subscription_(c.on_state_change([this](zkr::connection_state s) {
           std::lock_guard lock(mutex_);
@@ -103,7 +118,34 @@ bool state_log::saw(zkr::connection_state s) {
 std::size_t queue_length(zkr::client& c, const std::string& path) {
     zkr::error_code ec;
     auto r = c.get_children(path, ec);
-    return ec ? 0 : r.children.size();
+    if (ec == zkr::errc::no_node) return 0;  // no lock path: nobody queued
+    if (ec) throw zkr::system_error(ec, "queue_length(" + path + "): the listing failed");
+    return r.children.size();
+}
+
+void fail_deadline(const std::string& what, std::chrono::milliseconds timeout) {
+    std::string message = "waited " + std::to_string(timeout.count()) + " ms for " + what + " in vain";
+    std::fprintf(stderr, "deadline passed: %s\n", message.c_str());
+    throw deadline_passed(message);
+}
+
+std::map<pid_t, std::string> process_threads() {
+    std::map<pid_t, std::string> threads;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) {
+        std::ifstream comm(entry.path() / "comm");
+        std::string name;
+        std::getline(comm, name);
+        threads[static_cast<pid_t>(std::stol(entry.path().filename().string()))] = name;
+    }
+    return threads;
+}
+
+pid_t this_thread_id() { return ::gettid(); }
+
+std::string this_thread_name() {
+    char name[32] = {};
+    pthread_getname_np(pthread_self(), name, sizeof name);
+    return name;
 }
 
 std::string unique_path(const std::string& name) {

@@ -5,9 +5,14 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
+#include <future>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <vector>
+
+#include <sys/types.h>
 
 namespace zkr::test {
 
@@ -31,6 +36,12 @@ private:
 /// Polls `condition` every 10 ms until it holds or `timeout` passes; returns the last value.
 bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
+/// Polls `condition` every 5 ms for all of `window`; false as soon as it fails once. For checks
+/// that something does NOT happen (no second holder, no extra wake-up): the whole window is
+/// watched, not one moment after a sleep. Where a round trip can order the check after what it
+/// is about (a client's requests are answered in order), tests use that instead.
+bool holds_throughout(const std::function<bool()>& condition, std::chrono::milliseconds window);
+
 /// Records a client's state changes in order.
 class state_log {
 public:
@@ -44,8 +55,37 @@ private:
     zkr::subscription subscription_;
 };
 
-/// How many children `path` has (0 if it does not exist): the length of a lock's queue.
+/// How many children `path` has (0 if it does not exist): the length of a lock's queue. Any other
+/// failure of the listing throws: a check that "nothing is left" must not pass on an error.
 std::size_t queue_length(zkr::client& c, const std::string& path);
+
+/// Thrown when a wait runs past its deadline: the test fails instead of hanging.
+struct deadline_passed : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+[[noreturn]] void fail_deadline(const std::string& what, std::chrono::milliseconds timeout);
+
+/// `f`'s value (or exception) once it is ready; throws deadline_passed if it is not ready within
+/// `timeout` (said on stderr at once too, in case a destructor then blocks on what never came).
+template <class T>
+T get_within(std::future<T>& f, std::chrono::milliseconds timeout = std::chrono::seconds(30),
+             const std::string& what = "a result") {
+    if (f.wait_for(timeout) != std::future_status::ready) fail_deadline(what, timeout);
+    return f.get();
+}
+template <class T>
+T get_within(std::future<T>&& f, std::chrono::milliseconds timeout = std::chrono::seconds(30),
+             const std::string& what = "a result") {
+    return get_within(f, timeout, what);
+}
+
+/// This process's threads now: kernel thread id -> name (/proc/self/task/ID/comm). zkr names its
+/// own ("zkr-session", "zkr-c-calls", "zkr-handlers"); the ZooKeeper C client leaves its two per
+/// handle unnamed.
+std::map<pid_t, std::string> process_threads();
+/// The calling thread's kernel id and name.
+pid_t this_thread_id();
+std::string this_thread_name();
 
 /// A path no other test uses: "/zkr-test/<name>-<random>".
 std::string unique_path(const std::string& name);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -339,7 +340,17 @@ bool using_external_ensemble() {
 }
 
 std::string test_connect_string() {
-    if (using_external_ensemble()) return std::getenv("ZK_CONNECT");
+    if (using_external_ensemble()) {
+        // Said out loud: every test that asks for "a server" now runs against someone else's.
+        static std::once_flag announced;
+        std::call_once(announced, [] {
+            std::fprintf(stderr,
+                         "\n*** ZK_CONNECT is set: tests that need a server use %s, not the harness's own.\n"
+                         "*** Tests that stop, pause or count servers still start servers of their own.\n\n",
+                         std::getenv("ZK_CONNECT"));
+        });
+        return std::getenv("ZK_CONNECT");
+    }
     // Under ctest a fixture has started one server for the whole run and left its address here.
     if (const char* file = std::getenv("ZKR_TEST_CONNECT_FILE"); file && *file) {
         std::ifstream in(file);

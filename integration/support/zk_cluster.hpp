@@ -64,10 +64,13 @@ private:
     std::vector<int> ports_;
 };
 
-// Connect string for integration tests: $ZK_CONNECT if set (and non-empty), else the connect
-// string of a process-wide shared standalone cluster started on first use and stopped at exit.
+// Connect string for integration tests: $ZK_CONNECT if set (and non-empty), else the server the
+// ctest fixture started ($ZKR_TEST_CONNECT_FILE), else a process-wide shared standalone cluster
+// started on first use and stopped at exit. Using $ZK_CONNECT is announced on stderr, once per
+// process. Tests that need servers of their own (to stop, pause or count them) start them with
+// zk_cluster whatever ZK_CONNECT says.
 std::string test_connect_string();
-// True when ZK_CONNECT is set: tests that kill or restart servers must skip themselves then.
+// True when ZK_CONNECT is set (test_connect_string() returns it).
 bool using_external_ensemble();
 
 // Runs the cluster script with `args`; returns its exit status and fills stdout/stderr.
