@@ -58,7 +58,7 @@ bool ready_within(Future& f, std::chrono::milliseconds d) {
 
 }  // namespace
 
-TEST_CASE("leader latch: one of two leads; on close the other does, with a higher token", "[leader_latch]") {
+TEST_CASE("leader latch: one of two leads, and on close the other does with a higher token", "[leader_latch]") {
     std::string path = unique_path("latch-two");
     zkr::client ca(test_options(test_connect_string()));
     zkr::client cb(test_options(test_connect_string()));
@@ -105,7 +105,7 @@ TEST_CASE("leader latch: one of two leads; on close the other does, with a highe
     CHECK(eventually([&] { return queue_length(ca, path) == 0; }));
 }
 
-TEST_CASE("leader latch: listeners run on the client's executor, in order; close modes", "[leader_latch]") {
+TEST_CASE("leader latch: listeners run in order on the client executor, and the close modes", "[leader_latch]") {
     std::string path = unique_path("latch-listeners");
     zkr::client c(test_options(test_connect_string()));
     std::promise<std::thread::id> handler_thread;

@@ -72,7 +72,7 @@ struct term_probe {
 
 }  // namespace
 
-TEST_CASE("leader selector: one term at a time; a finished term hands over, and requeues", "[leader_selector]") {
+TEST_CASE("leader selector: one term at a time, a finished term hands over and requeues", "[leader_selector]") {
     std::string path = unique_path("selector-two");
     zkr::client ca(test_options(test_connect_string()));
     zkr::client cb(test_options(test_connect_string()));
@@ -149,7 +149,7 @@ TEST_CASE("leader selector: a lost session stops the work", "[leader_selector]")
     probe.finish();
 }
 
-TEST_CASE("leader selector: interrupt_leadership stops the work; close stops it and leaves", "[leader_selector]") {
+TEST_CASE("leader selector: interrupt_leadership stops the work, close stops it and leaves", "[leader_selector]") {
     std::string path = unique_path("selector-interrupt");
     zkr::client c(test_options(test_connect_string()));
     term_probe probe;

@@ -57,7 +57,7 @@ TEST_CASE("async_wait_connected and async_next_state end with their cancellation
     CHECK(error_of(other) == errc::client_closed);
 }
 
-TEST_CASE("a hold's async_wait_lost ends with its cancellation; the hold stays", "[async_hold][cancel]") {
+TEST_CASE("a hold's async_wait_lost ends with its cancellation and the hold stays", "[async_hold][cancel]") {
     std::string path = unique_path("wait-lost-cancel");
     zkr::client c(test_options(test_connect_string()));
     zkr::mutex m(c, path);
