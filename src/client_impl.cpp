@@ -499,6 +499,11 @@ void client_impl::multi(std::vector<multi_op> ops, completion<std::vector<multi_
             o);
         const std::string& path = std::visit([](const auto& x) -> const std::string& { return x.path; }, o);
         if (!path_problem(path, sequential).empty()) return done(make_error_code(errc::invalid_path), {});
+        if (auto* g = std::get_if<op::guard>(&o)) {
+            for (const auto& more : g->also) {
+                if (!path_problem(more).empty()) return done(make_error_code(errc::invalid_path), {});
+            }
+        }
     }
     // The whole request counts, each op's header with it.
     if (request_sizer sizer(options_); !sizer.fits(sizer.multi(ops))) return done(make_error_code(errc::bad_arguments), {});

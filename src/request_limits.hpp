@@ -58,7 +58,12 @@ private:
                 using T = std::decay_t<decltype(x)>;
                 if constexpr (std::is_same_v<T, op::create>) return create_body(x.path.size(), x.data.size());
                 else if constexpr (std::is_same_v<T, op::set_data>) return path_size(x.path.size()) + 4 + x.data.size() + 4;
-                else return path_size(x.path.size()) + 4;  // remove and check: a path and a version
+                else if constexpr (std::is_same_v<T, op::guard>) {
+                    // A check per node, each with its own op header.
+                    std::size_t total = path_size(x.path.size()) + 4;
+                    for (const auto& more : x.also) total += op_header + path_size(more.size()) + 4;
+                    return total;
+                } else return path_size(x.path.size()) + 4;  // remove and check: a path and a version
             },
             o);
     }

@@ -229,30 +229,41 @@ public:
         : typed_request(c, !has_sequential_create(ops), std::move(done)), ops_(std::move(ops)) {}
 
     int send(zhandle_t* zh) override {
-        // The C client writes created paths and stats into these until the reply arrives.
-        std::size_t n = ops_.size();
+        // One op on the wire per op, but a guard: a check per node it covers. The C client writes
+        // created paths and stats into these until the reply arrives.
+        std::size_t n = 0;
+        first_wire_.assign(ops_.size() + 1, 0);
+        for (std::size_t i = 0; i < ops_.size(); ++i) {
+            first_wire_[i] = n;
+            auto* g = std::get_if<op::guard>(&ops_[i]);
+            n += g ? 1 + g->also.size() : 1;
+        }
+        first_wire_[ops_.size()] = n;
         zoo_ops_.assign(n, zoo_op_t{});
         results_.assign(n, zoo_op_result_t{});
         path_buffers_.assign(n, std::string());
         stats_.assign(n, Stat{});
-        for (std::size_t i = 0; i < n; ++i) {
+        for (std::size_t i = 0; i < ops_.size(); ++i) {
+            std::size_t w = first_wire_[i];
             std::visit(
                 [&](const auto& o) {
                     using T = std::decay_t<decltype(o)>;
                     if constexpr (std::is_same_v<T, op::create>) {
-                        path_buffers_[i].assign(o.path.size() + 32, '\0');
-                        zoo_create_op_init(&zoo_ops_[i], o.path.c_str(), o.data.data(), static_cast<int>(o.data.size()),
-                                           client.acl(), to_zoo_mode(o.mode), path_buffers_[i].data(),
-                                           static_cast<int>(path_buffers_[i].size()));
+                        path_buffers_[w].assign(o.path.size() + 32, '\0');
+                        zoo_create_op_init(&zoo_ops_[w], o.path.c_str(), o.data.data(), static_cast<int>(o.data.size()),
+                                           client.acl(), to_zoo_mode(o.mode), path_buffers_[w].data(),
+                                           static_cast<int>(path_buffers_[w].size()));
                     } else if constexpr (std::is_same_v<T, op::remove>) {
-                        zoo_delete_op_init(&zoo_ops_[i], o.path.c_str(), o.version);
+                        zoo_delete_op_init(&zoo_ops_[w], o.path.c_str(), o.version);
                     } else if constexpr (std::is_same_v<T, op::set_data>) {
-                        zoo_set_op_init(&zoo_ops_[i], o.path.c_str(), o.data.data(), static_cast<int>(o.data.size()),
-                                        o.version, &stats_[i]);
+                        zoo_set_op_init(&zoo_ops_[w], o.path.c_str(), o.data.data(), static_cast<int>(o.data.size()),
+                                        o.version, &stats_[w]);
                     } else if constexpr (std::is_same_v<T, op::check>) {
-                        zoo_check_op_init(&zoo_ops_[i], o.path.c_str(), o.version);
+                        zoo_check_op_init(&zoo_ops_[w], o.path.c_str(), o.version);
                     } else {
-                        zoo_check_op_init(&zoo_ops_[i], o.path.c_str(), any_version);
+                        zoo_check_op_init(&zoo_ops_[w], o.path.c_str(), any_version);
+                        for (std::size_t k = 0; k < o.also.size(); ++k)
+                            zoo_check_op_init(&zoo_ops_[w + 1 + k], o.also[k].c_str(), any_version);
                     }
                 },
                 ops_[i]);
@@ -268,7 +279,16 @@ private:
         bool answered = rc == ZOK;
         error_code first_error;
         for (std::size_t i = 0; i < out.size(); ++i) {
-            int err = r->results_[i].err;
+            // An op's result: its wire op's, or for a guard the first of its checks that failed.
+            std::size_t w = r->first_wire_[i];
+            int err = r->results_[w].err;
+            for (std::size_t k = w; k < r->first_wire_[i + 1]; ++k) {
+                if (r->results_[k].err != ZOK && r->results_[k].err != ZRUNTIMEINCONSISTENCY) {
+                    err = r->results_[k].err;
+                    break;
+                }
+                if (r->results_[k].err != ZOK) err = r->results_[k].err;
+            }
             out[i].error = make_zk_error_code(err);
             // A guard's node gone: the hold it stands for is lost, whatever its holder believes.
             if (err == ZNONODE && std::holds_alternative<op::guard>(r->ops_[i])) out[i].error = make_error_code(errc::lock_lost);
@@ -278,8 +298,8 @@ private:
             }
             if (err != ZOK) answered = true;
             if (err == ZOK && std::holds_alternative<op::create>(r->ops_[i]))
-                out[i].path = r->path_buffers_[i].c_str();
-            if (err == ZOK && std::holds_alternative<op::set_data>(r->ops_[i])) out[i].stat = to_stat(r->stats_[i]);
+                out[i].path = r->path_buffers_[w].c_str();
+            if (err == ZOK && std::holds_alternative<op::set_data>(r->ops_[i])) out[i].stat = to_stat(r->stats_[w]);
         }
         // A transport failure (no per-op answers) may be retried; an op's failure is final.
         if (rc != ZOK && !answered) return r->client.on_failure(r, rc);
@@ -288,6 +308,7 @@ private:
     }
 
     std::vector<multi_op> ops_;
+    std::vector<std::size_t> first_wire_;  // op i is wire ops [first_wire_[i], first_wire_[i + 1])
     std::vector<zoo_op_t> zoo_ops_;
     std::vector<zoo_op_result_t> results_;
     std::vector<std::string> path_buffers_;

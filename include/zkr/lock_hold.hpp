@@ -102,6 +102,12 @@ public:
         check();
         return detail::hold_lock_path(*hold_);
     }
+    /// A guard of this hold for client::multi: the transaction fails whole, with errc::lock_lost,
+    /// once the hold's node is gone. Throws errc::not_owner when empty.
+    op::guard guard() const {
+        check();
+        return detail::hold_guard(*hold_);
+    }
     /// A read hold of a read/write lock. Throws errc::not_owner when empty.
     bool is_shared() const {
         check();

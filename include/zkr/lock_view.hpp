@@ -143,6 +143,10 @@ public:
     std::int64_t fencing_token() const { return detail::fencing_token(target_, write_); }
     /// The calling thread's lock node. Throws errc::not_owner.
     std::string node_path() const { return detail::node_path(target_, write_); }
+    /// A guard of the calling thread's hold for client::multi: the transaction fails whole, with
+    /// errc::lock_lost naming the lock, once the hold's node is gone — whatever this process
+    /// believes (docs/lock-loss-and-fencing.md). Throws errc::not_owner.
+    op::guard guard() const { return detail::guard(target_, write_); }
     /// Everyone in the queue, holders first, with their owners (one listing, one read per node;
     /// a node whose data may not be read is listed with owner_error set).
     std::vector<participant> participants() const { return detail::participants(target_); }

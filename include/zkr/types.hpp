@@ -134,11 +134,13 @@ struct check {
     std::int32_t version = any_version;   ///< the data version required (any_version: any)
 };
 /// A hold's promise, checked by the server in the same transaction as the writes beside it:
-/// changes nothing, but fails the whole multi with errc::lock_lost unless the hold's node still
-/// exists. Made by the holds' guard() (a lock held, a lock_hold, a lease, a leading latch).
+/// changes nothing, but fails the whole multi with errc::lock_lost unless the hold's node (and
+/// every node of `also`) still exists. Made by the holds' guard() (a lock held, a lock_hold, a
+/// lease, a leading latch, a multi_lock's parts).
 struct guard {
-    std::string path{};  ///< the hold's node
-    std::string what{};  ///< what it guards, for messages (e.g. "lock /orders/stock")
+    std::string path{};               ///< the hold's node
+    std::string what{};               ///< what it guards, for messages (e.g. "lock /orders/stock")
+    std::vector<std::string> also{};  ///< further nodes that must all exist (a multi-lock's other parts)
 };
 }  // namespace op
 /// One operation of client::multi.

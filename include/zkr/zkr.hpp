@@ -13,6 +13,7 @@
 #include "zkr/lock_types.hpp"
 #include "zkr/log.hpp"
 #include "zkr/lock_view.hpp"
+#include "zkr/multi_lock.hpp"
 #include "zkr/mutex.hpp"
 #include "zkr/path.hpp"
 #include "zkr/retry.hpp"

@@ -181,6 +181,21 @@ std::int64_t fencing_token(const lock_target& t, bool write) {
     return h->czxid;
 }
 
+namespace {
+op::guard guard_for(const lock_claim& h) {
+    const char* side = h.kind == queue_kind::read ? "read lock " : h.kind == queue_kind::write ? "write lock " : "lock ";
+    return op::guard{h.node_path, side + h.group};
+}
+}  // namespace
+
+op::guard guard(const lock_target& t, bool write) {
+    auto h = my_hold(t, write);
+    if (!h) throw_for(t, make_error_code(errc::not_owner), "guard of");
+    return guard_for(*h);
+}
+
+op::guard hold_guard(const hold& h) { return guard_for(static_cast<const lock_claim&>(h)); }
+
 std::string node_path(const lock_target& t, bool write) {
     auto h = my_hold(t, write);
     if (!h) throw_for(t, make_error_code(errc::not_owner), "lock node of");

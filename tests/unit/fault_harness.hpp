@@ -457,7 +457,9 @@ private:
                 [&](const auto& o) {
                     using T = std::decay_t<decltype(o)>;
                     if constexpr (std::is_same_v<T, zkr::op::guard>) {
-                        if (!m.exists(o.path)) failed = i, why = zkr::make_error_code(errc::lock_lost);
+                        bool all = m.exists(o.path);
+                        for (const auto& more : o.also) all = all && m.exists(more);
+                        if (!all) failed = i, why = zkr::make_error_code(errc::lock_lost);
                     } else if constexpr (std::is_same_v<T, zkr::op::check>) {
                         if (!m.exists(o.path)) failed = i, why = zkr::make_error_code(errc::no_node);
                     } else if constexpr (std::is_same_v<T, zkr::op::create>) {

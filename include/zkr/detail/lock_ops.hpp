@@ -58,6 +58,7 @@ ZKR_EXPORT lock_state state(const lock_target& t, bool write);
 ZKR_EXPORT std::chrono::steady_clock::time_point valid_until(const lock_target& t, bool write);
 ZKR_EXPORT std::int64_t fencing_token(const lock_target& t, bool write);
 ZKR_EXPORT std::string node_path(const lock_target& t, bool write);
+ZKR_EXPORT op::guard guard(const lock_target& t, bool write);
 ZKR_EXPORT bool acquired_in_process(const lock_target& t);
 ZKR_EXPORT std::vector<participant> participants(const lock_target& t);
 ZKR_EXPORT subscription on_lost(const lock_target& t, std::function<void(const std::string&)> fn);
@@ -75,6 +76,7 @@ ZKR_EXPORT std::int64_t hold_fencing_token(const hold& h) noexcept;
 ZKR_EXPORT const std::string& hold_node_path(const hold& h) noexcept;
 ZKR_EXPORT const std::string& hold_lock_path(const hold& h) noexcept;
 ZKR_EXPORT bool hold_is_shared(const hold& h) noexcept;
+ZKR_EXPORT op::guard hold_guard(const hold& h);
 ZKR_EXPORT boost::asio::any_io_executor engine_executor(const lock_engine& e);
 
 /// The steady-clock time `timeout` after `now`, rounded up. Saturates instead of overflowing:
