@@ -546,6 +546,55 @@ TEST_CASE("leader latch faults: CURATOR-653 on an ensemble whose leader server i
     check_exclusion(sampler.result());
 }
 
+// Netflix #115 ("predecessor gone" taken as "I lead") and the root of CURATOR-653: a waiter whose
+// own node was deleted meanwhile (an operator, a cleanup script) must not lead when its
+// predecessor goes. Three participants: a leads; b waits on a; c waits on b. b's node is deleted:
+// c now waits on a, and b, which watches a only, does not know. Then a leaves: c leads, and b must
+// not — its node is gone — but queue again.
+TEST_CASE("leader latch faults: Netflix #115, a waiter whose own node is gone never leads when its predecessor leaves",
+          "[leader_latch]") {
+    const std::string connect = test_connect_string(), path = unique_path("latch-115");
+    zkr::client ca(test_options(connect)), cb(test_options(connect)), cc(test_options(connect));
+    zkr::client observer(observer_options(connect));
+    zkr::leader_latch a(ca, path, "a"), b(cb, path, "b"), c(cc, path, "c");
+    leadership_log log_b(b), log_c(c);
+    a.start();
+    REQUIRE(a.await_leadership(deadline));
+    b.start();
+    REQUIRE(eventually([&] { return queue_length(observer, path) == 2; }, deadline));
+    c.start();
+    auto nodes = settled_nodes(observer, path, {{"a", &ca}, {"b", &cb}, {"c", &cc}});
+    exclusion_sampler sampler({{"a", &a, &ca}, {"b", &b, &cb}, {"c", &c, &cc}}, &observer);
+    observer.remove(path + "/" + nodes["b"]);
+    // c moves its watch to a (its predecessor now): it lists again; nothing shows it from outside
+    // but the server's watch count. Give it that listing's time by waiting for a round trip of c's
+    // own client, which sends after the event reached it.
+    REQUIRE(eventually([&] { return queue_length(observer, path) == 2; }, deadline));
+    REQUIRE(eventually([&] { return queue_length(cc, path) == 2; }, deadline));
+    a.close();
+    REQUIRE(c.await_leadership(deadline));
+    // b queues again behind c with a node of its own.
+    REQUIRE(eventually([&] { return nodes_with_id(observer, path, "b").size() == 1; }, deadline));
+    settled_nodes(observer, path, {{"b", &cb}, {"c", &cc}});
+    CHECK(c.has_leadership());
+    CHECK_FALSE(b.has_leadership());
+    sampler.wait_rounds(1000);
+    sampler.stop();
+    // b was never told it leads: its node was gone when a left.
+    {
+        std::lock_guard lock_b(log_b.mutex), lock_c(log_c.mutex);
+        for (std::size_t i = 0; i < log_b.calls.size(); ++i)
+            UNSCOPED_INFO("b told " << (log_b.calls[i] ? "leader" : "not leader") << " at "
+                                    << std::chrono::duration_cast<std::chrono::microseconds>(log_b.times[i].time_since_epoch()).count() << " us");
+        for (std::size_t i = 0; i < log_c.calls.size(); ++i)
+            UNSCOPED_INFO("c told " << (log_c.calls[i] ? "leader" : "not leader") << " at "
+                                    << std::chrono::duration_cast<std::chrono::microseconds>(log_c.times[i].time_since_epoch()).count() << " us");
+    }
+    CHECK(log_b.leaderships() == 0);
+    CHECK(log_c.snapshot() == std::vector<bool>{true});
+    check_exclusion(sampler.result());
+}
+
 // CURATOR-645: two latches with repeated resets livelocked, each reset deleting the other's
 // predecessor. Here the sessions of a, b or both are expired, round after round: a leader emerges
 // within a bound each time, and a latch whose session was not touched keeps its very node (no
