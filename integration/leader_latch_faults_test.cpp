@@ -813,15 +813,19 @@ TEST_CASE("leader latch faults: CURATOR-3, close() inside a listener leaves no n
         }
     });
     zkr::leader_latch b(cb, path, "b");
+    bool b_started = false;
 
     SECTION("in on_leadership") {
         close_on_leadership = true;
         a->start();
         REQUIRE(eventually([&] { return closes == 1; }, deadline));
     }
-    SECTION("in on_not_leader, the node deleted by someone else (a new join under way)") {
+    SECTION("in on_not_leader, the node deleted by someone else (a new join under way, behind b)") {
         a->start();
         REQUIRE(a->await_leadership(deadline));
+        b.start();
+        b_started = true;
+        REQUIRE(eventually([&] { return queue_length(observer, path) == 2; }, deadline));
         close_on_not_leader = true;
         observer.remove(a->node_path());
         REQUIRE(eventually([&] { return closes == 1; }, deadline));
@@ -836,7 +840,7 @@ TEST_CASE("leader latch faults: CURATOR-3, close() inside a listener leaves no n
         CHECK(queue_length(observer, path) == 1);  // the session lives: so does the node, for now
         proxy.refuse_connections(false);
     }
-    b.start();
+    if (!b_started) b.start();
     REQUIRE(b.await_leadership(deadline));
     REQUIRE(eventually([&] { return queue_length(observer, path) == 1; }, deadline));
     CHECK(nodes_with_id(observer, path, "a").empty());

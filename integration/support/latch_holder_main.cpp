@@ -7,7 +7,8 @@
 //   ready                       the latch is started
 //   state T0 T1 STATE           state() read between T0 and T1 (held | uncertain | lost | not_held):
 //                               on every change, and at least every 50 ms, and for the first read
-//                               after any gap of more than 50 ms between reads (a freeze)
+//                               after any gap of more than 50 ms between reads (a freeze); three
+//                               threads read and act, each on its own
 //   act T0 T1 ok|refused        has_leadership() read true at T0, so it acted: a write guarded by
 //                               the leadership (client::multi with guard()), answered at T1
 //   event leader|not_leader T   a listener call
@@ -83,35 +84,42 @@ int main(int argc, char** argv) {
         done = true;
     });
 
-    bool first = true;
-    zkr::lock_state last{};
-    long long last_print = 0, last_read = 0;
-    long long acts = 0;
-    while (!done) {
-        long long t0 = now_ns();
-        auto s = latch.state();
-        long long t1 = now_ns();
-        bool gap = last_read != 0 && t0 - last_read > 50'000'000;
-        if (first || s != last || gap || t0 - last_print > 50'000'000) {
-            line(std::string("state ") + std::to_string(t0) + " " + std::to_string(t1) + " " + name(s));
-            last_print = t0;
-        }
-        first = false;
-        last = s;
-        last_read = t1;
-        // Act as a leader does: only when has_leadership() says so, and fenced by the leadership.
-        long long a0 = now_ns();
-        if (latch.has_leadership()) {
-            zkr::error_code ec;
-            try {
-                c.multi({latch.guard(), zkr::op::set_data{data_path, id + "-" + std::to_string(++acts)}}, ec);
-            } catch (const zkr::system_error&) {
-                ec = zkr::make_error_code(zkr::errc::not_owner);  // lost between the two reads
+    // Three readers: after a freeze, each races the client's own threads to the first read.
+    auto reader = [&] {
+        bool first = true;
+        zkr::lock_state last{};
+        long long last_print = 0, last_read = 0;
+        long long acts = 0;
+        while (!done) {
+            long long t0 = now_ns();
+            auto s = latch.state();
+            long long t1 = now_ns();
+            bool gap = last_read != 0 && t0 - last_read > 50'000'000;
+            if (first || s != last || gap || t0 - last_print > 50'000'000) {
+                line(std::string("state ") + std::to_string(t0) + " " + std::to_string(t1) + " " + name(s));
+                last_print = t0;
             }
-            line("act " + std::to_string(a0) + " " + std::to_string(now_ns()) + (ec ? " refused" : " ok"));
+            first = false;
+            last = s;
+            last_read = t1;
+            // Act as a leader does: only when has_leadership() says so, and fenced by the leadership.
+            long long a0 = now_ns();
+            if (latch.has_leadership()) {
+                zkr::error_code ec;
+                try {
+                    c.multi({latch.guard(), zkr::op::set_data{data_path, id + "-" + std::to_string(++acts)}}, ec);
+                } catch (const zkr::system_error&) {
+                    ec = zkr::make_error_code(zkr::errc::not_owner);  // lost between the two reads
+                }
+                line("act " + std::to_string(a0) + " " + std::to_string(now_ns()) + (ec ? " refused" : " ok"));
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
         }
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
+    };
+    std::thread r1(reader), r2(reader), r3(reader);
+    r1.join();
+    r2.join();
+    r3.join();
     input.join();
     latch.close();
     return 0;
