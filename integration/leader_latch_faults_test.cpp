@@ -244,8 +244,15 @@ private:
             if (it == suspects.end() || it->second.path != path || it->second.session != session) {
                 suspects[p.name] = suspect{path, session, clock_type::now(), why};
             } else if (clock_type::now() - it->second.since > 1s) {
+                // What the latch's own client says of it (same session).
+                zkr::error_code own_ec;
+                auto own = p.client->exists(path, own_ec);
+                std::string detail = "; its client (" + std::string(zkr::to_string(p.client->state())) + ", session " +
+                                     hex(p.client->session_id()) + ") reads the node as " +
+                                     (own_ec ? own_ec.message() : own.exists ? "existing, owner " + hex(own.stat.ephemeral_owner) : "missing");
                 std::lock_guard lock(mutex_);
-                if (report_.bad_claims.size() < 20) report_.bad_claims.push_back(p.name + " leads, but " + why + " (for over 1 s)");
+                if (report_.bad_claims.size() < 20)
+                    report_.bad_claims.push_back(p.name + " leads, but " + why + " (for over 1 s)" + detail);
             }
         }
     }
@@ -469,6 +476,36 @@ std::map<std::string, std::string> settled_nodes(zkr::client& observer, const st
 
 }  // namespace
 
+// Counts a client's lost sessions.
+struct loss_counter {
+    std::atomic<int> lost{0};
+    zkr::subscription sub;
+    explicit loss_counter(zkr::client& c)
+        : sub(c.on_state_change([this](connection_state s) {
+              if (s == connection_state::lost) ++lost;
+          })) {}
+};
+
+// Expires the sessions of the clients behind `proxies` the way a real outage does: their proxies
+// cut them off until each client has given its session up (past the session timeout, when the
+// server expires it too), then let them back. (zkr::test::expire_session, which closes a session
+// from a second handle, can leave the client's own connection unaware of it for a while, so that
+// the client goes on trusting its lease: not what an expiry looks like.)
+void expire_by_outage(const std::vector<fault_proxy*>& proxies, const std::vector<loss_counter*>& counters) {
+    std::vector<int> before;
+    for (auto* c : counters) before.push_back(c->lost);
+    for (auto* p : proxies) {
+        p->refuse_connections(true);
+        p->drop_all_connections();
+    }
+    REQUIRE(eventually([&] {
+        for (std::size_t i = 0; i < counters.size(); ++i)
+            if (counters[i]->lost <= before[i]) return false;
+        return true;
+    }, deadline));
+    for (auto* p : proxies) p->refuse_connections(false);
+}
+
 // ------------------------------------------------------------------------------------------------
 // CURATOR-653/-652: after a leader change both latches reset at once, and both end up leading.
 // Here both reset together, several times: both sessions expired at the same moment, or both
@@ -476,11 +513,11 @@ std::map<std::string, std::string> settled_nodes(zkr::client& observer, const st
 TEST_CASE("leader latch faults: CURATOR-653/-652, two latches reset at the same time never both lead; one soon does",
           "[leader_latch]") {
     const bool expire = GENERATE(true, false);
-    INFO((expire ? "both sessions expired together" : "both connections cut together"));
+    INFO((expire ? "both sessions expired together (both cut off past the session timeout)" : "both connections cut together"));
     const std::string connect = test_connect_string(), path = unique_path("latch-653");
-    fault_proxy proxy(first_server(connect));
-    const std::string via = expire ? connect : proxy.address();
-    zkr::client ca(test_options(via, 4000ms)), cb(test_options(via, 4000ms));
+    fault_proxy proxy(first_server(connect));  // carries both clients: one cut reaches both at once
+    zkr::client ca(test_options(proxy.address(), 4000ms)), cb(test_options(proxy.address(), 4000ms));
+    loss_counter lost_a(ca), lost_b(cb);
     zkr::client observer(observer_options(connect));
     zkr::leader_latch a(ca, path, "a"), b(cb, path, "b");
     leadership_log log_a(a), log_b(b);
@@ -494,10 +531,8 @@ TEST_CASE("leader latch faults: CURATOR-653/-652, two latches reset at the same 
         settled_nodes(observer, path, {{"a", &ca}, {"b", &cb}});
         auto sa = ca.session_id(), sb = cb.session_id();
         if (expire) {
-            auto fa = std::async(std::launch::async, [&] { zkr::test::expire_session(ca, connect); });
-            auto fb = std::async(std::launch::async, [&] { zkr::test::expire_session(cb, connect); });
-            fa.get();
-            fb.get();
+            expire_by_outage({&proxy}, {&lost_a, &lost_b});
+            REQUIRE(eventually([&] { return ca.is_connected() && cb.is_connected(); }, deadline));
             CHECK(ca.session_id() != sa);
             CHECK(cb.session_id() != sb);
         } else {
@@ -532,11 +567,19 @@ TEST_CASE("leader latch faults: CURATOR-653 on an ensemble whose leader server i
     for (int round = 0; round < 2; ++round) {
         INFO("round " << round);
         settled_nodes(observer, path, {{"a", &ca}, {"b", &cb}});
+        auto sessions = std::pair{ca.session_id(), cb.session_id()};
         int zk_leader = cluster.wait_for_leader();
         cluster.kill_server(zk_leader);
         REQUIRE(cluster.wait_for_leader(60s) != 0);
-        leader = one_leader({&a, &b}, 60s);
-        CHECK(leader->fencing_token() >= token);
+        auto* now_leader = one_leader({&a, &b}, 60s);
+        if (std::pair{ca.session_id(), cb.session_id()} == sessions) {
+            // The sessions outlived the election: the same leader, on the same node.
+            CHECK(now_leader == leader);
+            CHECK(now_leader->fencing_token() == token);
+        } else {
+            CHECK(now_leader->fencing_token() > token);
+        }
+        leader = now_leader;
         token = leader->fencing_token();
         settled_nodes(observer, path, {{"a", &ca}, {"b", &cb}});
         cluster.start_server(zk_leader);
@@ -596,12 +639,15 @@ TEST_CASE("leader latch faults: Netflix #115, a waiter whose own node is gone ne
 }
 
 // CURATOR-645: two latches with repeated resets livelocked, each reset deleting the other's
-// predecessor. Here the sessions of a, b or both are expired, round after round: a leader emerges
+// predecessor. Here the sessions of a, b or both are expired (cut off past the session timeout),
+// round after round: a leader emerges
 // within a bound each time, and a latch whose session was not touched keeps its very node (no
 // one deletes another's node).
 TEST_CASE("leader latch faults: CURATOR-645, repeated resets never livelock and never delete another's node", "[leader_latch]") {
     const std::string connect = test_connect_string(), path = unique_path("latch-645");
-    zkr::client ca(test_options(connect)), cb(test_options(connect));
+    fault_proxy pa(first_server(connect)), pb(first_server(connect));
+    zkr::client ca(test_options(pa.address())), cb(test_options(pb.address()));
+    loss_counter lost_a(ca), lost_b(cb);
     zkr::client observer(observer_options(connect));
     zkr::leader_latch a(ca, path, "a"), b(cb, path, "b");
     a.start();
@@ -615,10 +661,11 @@ TEST_CASE("leader latch faults: CURATOR-645, repeated resets never livelock and 
         auto nodes = settled_nodes(observer, path, {{"a", &ca}, {"b", &cb}});
         auto stats = nodes_of(observer, path);
         int which = round < 3 ? round : static_cast<int>(random() % 3);  // 0: a, 1: b, 2: both; each at least once
-        std::vector<std::future<void>> expiring;
-        if (which != 1) expiring.push_back(std::async(std::launch::async, [&] { zkr::test::expire_session(ca, connect); }));
-        if (which != 0) expiring.push_back(std::async(std::launch::async, [&] { zkr::test::expire_session(cb, connect); }));
-        for (auto& f : expiring) f.get();
+        std::vector<fault_proxy*> cut;
+        std::vector<loss_counter*> counters;
+        if (which != 1) cut.push_back(&pa), counters.push_back(&lost_a);
+        if (which != 0) cut.push_back(&pb), counters.push_back(&lost_b);
+        expire_by_outage(cut, counters);
         // A leader within a bound: no livelock.
         auto started = clock_type::now();
         one_leader({&a, &b}, 15s);
@@ -730,10 +777,16 @@ TEST_CASE("leader latch faults: CURATOR-498, a lost create reply never installs 
         zkr::leader_latch a(ca, path, "a");
         leadership_log log_a(a);
         exclusion_sampler sampler({{"a", &a, &ca}, {"b", &b, &cb}}, &observer);
+        // Held off until the node is seen: the one the lost reply was for.
+        proxy.refuse_connections(true);
         proxy.lose_next_reply({zkr::test::zk_op::create, zkr::test::zk_op::create2});
         a.start();
         REQUIRE(eventually([&] { return proxy.replies_lost() == 1; }, deadline));
+        std::vector<std::string> lost_reply_node;
+        REQUIRE(eventually([&] { return (lost_reply_node = nodes_with_id(observer, path, "a")).size() == 1; }, deadline));
+        proxy.refuse_connections(false);
         auto nodes = settled_nodes(observer, path, {{"a", &ca}, {"b", &cb}});
+        CHECK(nodes["a"] == lost_reply_node.front());  // adopted, not made again (its place in the queue kept)
         CHECK(path + "/" + nodes["b"] == b_node);
         auto made = nodes_of(observer, path)[nodes["a"]];
         CHECK(b.has_leadership());
@@ -1222,3 +1275,4 @@ TEST_CASE("leader latch interop: mixed zkr and Curator participants on an ensemb
     zkr::test::zk_cluster cluster(3);
     mixed_election_under_faults(cluster.connect_string(), &cluster);
 }
+
