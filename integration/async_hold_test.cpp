@@ -184,9 +184,10 @@ TEST_CASE("a cancelled queued async acquire leaves no node and no watch", "[asyn
     holder.lock();
     asio::cancellation_signal cancel;
     auto f = m.async_lock(asio::bind_cancellation_slot(cancel.slot(), asio::use_future));
-    // It waits on the holder, first in its listing: a child watch for the departure, nothing more
-    // (the other watch is the holder's own, on its node: it learns if someone deletes it).
-    REQUIRE(eventually([&] { return queue_length(holder_client, "/cancel") == 2 && cluster.all_watch_count(1) == 2; }));
+    // It waits on the holder, first in its listing: a child watch for the departure, and one on
+    // its own node (a departure is the lock only while that exists). The third is the holder's
+    // own, on its node: it learns if someone deletes it.
+    REQUIRE(eventually([&] { return queue_length(holder_client, "/cancel") == 2 && cluster.all_watch_count(1) == 3; }));
     asio::post(c.get_executor(), [&] { cancel.emit(asio::cancellation_type::terminal); });
     try {
         get_within(f, 10s, "the cancelled acquisition");

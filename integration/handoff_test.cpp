@@ -216,18 +216,18 @@ TEST_CASE("hand-off: a timed-out waiter's watch removals cut by a lost reply lea
     holder.lock();
     background_lock middle(cluster.connect_string(), "/lost-removal");
     REQUIRE(eventually([&] { return queue_length(hc, "/lost-removal") == 2; }));
-    // Behind `middle`, which is not first: this waiter sets a data and a child watch on it. (The
-    // holder watches its own node: one more child watch throughout.)
+    // Behind `middle`, which is not first: this waiter sets a data and a child watch on it, and a
+    // child watch on its own node. (The holder and `middle` watch their own nodes too.)
     zkr::client wc(test_options(proxy.address()));
     wc.wait_connected(10s);
     zkr::mutex waiter(wc, "/lost-removal");
     auto timed = std::async(std::launch::async, [&] { return waiter.try_lock_for(1500ms); });
-    REQUIRE(eventually([&] { return queue_length(hc, "/lost-removal") == 3 && cluster.all_watch_count(1) == 4; }));
+    REQUIRE(eventually([&] { return queue_length(hc, "/lost-removal") == 3 && cluster.all_watch_count(1) == 6; }));
     proxy.lose_next_reply({zkr::test::zk_op::remove_watches});
     CHECK_FALSE(zkr::test::get_within(timed, 10s, "try_lock_for(1500ms)"));
     REQUIRE(eventually([&] { return proxy.replies_lost() == 1; }));
-    // Its node and both its watches are gone from the server; `middle`'s child watch stays.
-    CHECK(eventually([&] { return queue_length(hc, "/lost-removal") == 2 && cluster.all_watch_count(1) == 2; }));
+    // Its node and all its watches are gone from the server; `middle`'s two and the holder's stay.
+    CHECK(eventually([&] { return queue_length(hc, "/lost-removal") == 2 && cluster.all_watch_count(1) == 3; }));
     holder.unlock();
     REQUIRE(eventually([&] { return middle.acquired.load(); }));
     middle.release();

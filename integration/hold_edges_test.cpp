@@ -13,6 +13,7 @@
 #include <boost/asio/use_future.hpp>
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <future>
 #include <thread>
@@ -210,4 +211,52 @@ TEST_CASE("a cancelled async acquisition's node is gone before its handler runs"
         CHECK_FALSE(ec);
         if (m.is_held_by_current_thread()) m.unlock();
     }
+}
+
+namespace {
+// The lock's children, sorted by their sequence suffix.
+std::vector<std::string> queue_of(zkr::client& c, const std::string& path) {
+    auto children = c.get_children(path).children;
+    std::sort(children.begin(), children.end(),
+              [](const std::string& x, const std::string& y) { return x.substr(x.size() - 10) < y.substr(y.size() - 10); });
+    return children;
+}
+}  // namespace
+
+// Netflix Curator #115: a, b, c queue; someone deletes b's node while b waits on a (c then waits
+// on a too). When a leaves, c holds — and b must not: its node is gone. Before the fix b took a's
+// departure as the lock with no listing and held beside c for a round trip.
+TEST_CASE("a waiter whose node someone deletes never holds when the one ahead leaves", "[hold_edges][mutex]") {
+    std::string path = unique_path("deleted-waiter");
+    zkr::client ca(test_options(test_connect_string())), cb(test_options(test_connect_string())),
+        cc(test_options(test_connect_string())), observer(test_options(test_connect_string()));
+    zkr::mutex a(ca, path), b(cb, path), c(cc, path);
+    zkr::lock_hold held_a = a.async_lock(asio::use_future).get();
+    auto b_future = b.async_lock(asio::use_future);
+    REQUIRE(eventually([&] { return queue_length(observer, path) == 2; }));
+    auto c_future = c.async_lock(asio::use_future);
+    REQUIRE(eventually([&] { return queue_length(observer, path) == 3; }));
+    auto queue = queue_of(observer, path);
+    REQUIRE(queue.size() == 3);
+    std::string b_node = queue[1];
+    observer.remove(path + "/" + b_node);
+    // b queues again under a fresh name (it watches its own node); c moves its watch onto a.
+    REQUIRE(eventually([&] {
+        auto now = queue_of(observer, path);
+        return now.size() == 3 && std::find(now.begin(), now.end(), b_node) == now.end();
+    }));
+    // A round trip of c's own client after the event reached it: its new watch is set.
+    REQUIRE(eventually([&] { return queue_length(cc, path) == 3; }));
+    held_a.unlock();
+    REQUIRE(c_future.wait_for(10s) == std::future_status::ready);
+    zkr::lock_hold held_c = c_future.get();
+    CHECK(held_c.state() == lock_state::held);
+    // b is queued behind c, not holding beside it.
+    REQUIRE(eventually([&] { return queue_length(observer, path) == 2; }));
+    CHECK(b_future.wait_for(200ms) == std::future_status::timeout);
+    held_c.unlock();
+    REQUIRE(b_future.wait_for(10s) == std::future_status::ready);
+    zkr::lock_hold held_b = b_future.get();
+    CHECK(held_b.state() == lock_state::held);
+    held_b.unlock();
 }

@@ -49,7 +49,9 @@ TEST_CASE("semaphore: at most max leases, and a returned lease lets the next one
     auto before = std::chrono::steady_clock::now();
     CHECK_FALSE(o.try_acquire_for(300ms));
     CHECK(std::chrono::steady_clock::now() - before >= 300ms);
-    CHECK(queue_length(c, path + "/leases") == 3);  // the timed-out one left nothing
+    // The timed-out one left nothing: its lease's delete went before the answer, so the same
+    // client's next request sees it done (another client's might be served first).
+    CHECK(queue_length(other, path + "/leases") == 3);
     CHECK_FALSE(o.try_acquire());
 
     auto waiting = std::async(std::launch::async, [&] { return o.try_acquire_for(10s); });
@@ -184,11 +186,18 @@ TEST_CASE("semaphore: the maximum from a shared count, raising it lets a waiter 
     REQUIRE(waiting.wait_for(10s) == std::future_status::ready);
     CHECK(waiting.get());
     CHECK(eventually([&] { return max.get() == 2 && s.max_leases() == 2; }));
-    // try_set: only over the version last read.
+    // try_set over a version: fails once anyone changed the node since. (try_set(value) uses the
+    // version this object last read, which its watch may already have refreshed: no race-free
+    // failure to show with it, only a success.)
     CHECK(writer.try_set(3));
+    auto seen = writer.get_versioned();
+    CHECK(seen.value == 3);
     c.set_data(path + "-max", std::string("\0\0\0\x09", 4));  // someone else, meanwhile
-    CHECK_FALSE(writer.try_set(4));
+    CHECK_FALSE(writer.try_set(seen, 4));
     CHECK(eventually([&] { return writer.get() == 9; }));
+    CHECK(c.get_data(path + "-max").data == std::string("\0\0\0\x09", 4));
+    CHECK(writer.try_set(writer.get_versioned(), 5));
+    CHECK_THROWS_AS(writer.try_set(zkr::versioned_count{}, 6), std::invalid_argument);
 }
 
 TEST_CASE("semaphore: zkr and Curator share one semaphore and together never exceed it", "[semaphore][interop]") {

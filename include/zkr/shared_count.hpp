@@ -18,6 +18,12 @@ namespace detail {
 class count_impl;
 }
 
+/// A count with the version of the node it was read at (Curator's VersionedValue<Integer>).
+struct versioned_count {
+    std::int32_t value = 0;
+    std::int32_t version = -1;  ///< the node's data version
+};
+
 /// A count kept in the node `path`, read once and then kept fresh by a watch (read again after a
 /// new session or a reconnection). Thread-safe. Listeners run on the client's executor, in order.
 class ZKR_EXPORT shared_count {
@@ -37,6 +43,12 @@ public:
     /// Sets it only if nobody changed it since this object last read it (its version): true if
     /// set; false if it changed meanwhile (the new value is read then). Throws zkr::system_error.
     bool try_set(std::int32_t value);
+    /// The count as last read, with its version: for try_set(previous, value).
+    versioned_count get_versioned() const;
+    /// Sets it only if the node is still at `previous.version` (Curator's trySetCount(previous,
+    /// newCount)): true if set; false if anyone changed it since `previous` was read, this object
+    /// included (the new value is read then). Throws zkr::system_error.
+    bool try_set(const versioned_count& previous, std::int32_t value);
     /// Calls `fn(count)` on the client's executor after every change this object reads.
     [[nodiscard]] subscription on_change(std::function<void(std::int32_t)> fn);
     /// The node's path.

@@ -2,6 +2,7 @@
 
 #include "client_impl.hpp"
 
+#include <set>
 #include <algorithm>
 #include <cstdio>
 #include <condition_variable>
@@ -113,6 +114,25 @@ std::vector<zkr::connection_state> state_log::snapshot() {
 bool state_log::saw(zkr::connection_state s) {
     auto v = snapshot();
     return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+std::size_t queue_child_watches(zkr::client& c, const std::string& path) {
+    auto children = c.get_children(path).children;
+    // By sequence: the suffix after the last '-'.
+    std::sort(children.begin(), children.end(), [](const std::string& x, const std::string& y) {
+        return x.substr(x.rfind('-') + 1) < y.substr(y.rfind('-') + 1);
+    });
+    std::set<std::pair<std::string, std::int64_t>> watches;
+    std::string previous;
+    for (const auto& name : children) {
+        auto r = c.exists(path + "/" + name);
+        if (!r.exists) throw std::runtime_error("queue_child_watches(" + path + "): " + name + " went while counting");
+        std::int64_t session = r.stat.ephemeral_owner;
+        watches.insert({name, session});
+        if (!previous.empty()) watches.insert({previous, session});
+        previous = name;
+    }
+    return watches.size();
 }
 
 std::size_t queue_length(zkr::client& c, const std::string& path) {

@@ -1,6 +1,8 @@
 // The state behind zkr::shared_count (shared_count.cpp), also read by the semaphore.
 #pragma once
 
+#include "zkr/shared_count.hpp"
+
 #include "session_port.hpp"
 
 #include <boost/asio/strand.hpp>
@@ -27,6 +29,8 @@ public:
     void start(session_port& port, std::int32_t seed);
     std::int32_t get() const;
     std::int32_t version() const;
+    /// Value and version, read together.
+    versioned_count snapshot() const;
     /// Reads the node again (and sets its watch again).
     void read();
     /// set_data at `version` (any_version: unconditional), blocking; the value is taken on success.

@@ -69,6 +69,11 @@ std::int32_t count_impl::get() const {
     return value_;
 }
 
+versioned_count count_impl::snapshot() const {
+    std::lock_guard lock(mutex_);
+    return versioned_count{value_, version_};
+}
+
 std::int32_t count_impl::version() const {
     std::lock_guard lock(mutex_);
     return version_;
@@ -214,6 +219,19 @@ void shared_count::set(std::int32_t value) {
 
 bool shared_count::try_set(std::int32_t value) {
     auto ec = impl_->write(value, impl_->version());
+    if (ec == errc::bad_version) {
+        impl_->read();
+        return false;
+    }
+    if (ec) throw zkr::system_error(ec, "zkr::shared_count::try_set " + quoted_path(path()));
+    return true;
+}
+
+versioned_count shared_count::get_versioned() const { return impl_->snapshot(); }
+
+bool shared_count::try_set(const versioned_count& previous, std::int32_t value) {
+    if (previous.version < 0) throw std::invalid_argument("zkr::shared_count::try_set: the previous value has no version (read it with get_versioned())");
+    auto ec = impl_->write(value, previous.version);
     if (ec == errc::bad_version) {
         impl_->read();
         return false;

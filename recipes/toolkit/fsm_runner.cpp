@@ -93,9 +93,9 @@ namespace {
 
 // The replies of a watch step, joined.
 struct watch_replies {
-    error_code data_error, child_error;
+    error_code data_error, child_error, own_error;
     std::string data;
-    std::shared_ptr<watch_state> data_watch, child_watch;
+    std::shared_ptr<watch_state> data_watch, child_watch, own_watch;
 };
 
 }  // namespace
@@ -112,30 +112,52 @@ void step_io::send(session_port& port, const step::watch& s, reply_fn done) {
         std::lock_guard lock(mutex_);
         if (s.want_mark && data_watch_ && data_watch_->path == s.node) kept.data_watch = data_watch_;
         if (child_watch_ && child_watch_->path == s.node) kept.child_watch = child_watch_;
+        if (own_watch_ && own_watch_->path == s.own) kept.own_watch = own_watch_;  // once per node
     }
     bool send_data = s.want_mark && !kept.data_watch;
     bool send_child = !kept.child_watch;
+    bool send_own = !s.own.empty() && !kept.own_watch;
     // + 1: released below, once all are sent.
-    auto j = std::make_shared<joined<watch_replies>>(int(send_data) + int(send_child) + 1);
+    auto j = std::make_shared<joined<watch_replies>>(int(send_data) + int(send_child) + int(send_own) + 1);
     j->replies = std::move(kept);
     auto port_ref = port.weak_port();
     auto complete = [this, j, done, port_ref, want_mark = s.want_mark] {
         auto& x = j->replies;
         error_code step_error = want_mark ? x.data_error : x.child_error;
+        bool own_gone = x.own_error == errc::no_node;
+        // Our node's watch could not be set for another reason (the connection): the step failed.
+        if (!step_error && x.own_error && !own_gone) step_error = x.own_error;
         bool child_set = !x.child_error && x.child_watch;
+        bool data_set = want_mark && !x.data_error;
+        auto port = port_ref.lock();
         if (step_error && child_set) {
             // No use for it alone: the step failed. Take it off rather than leave it on the server.
-            if (auto port = port_ref.lock()) port->remove_watch(x.child_watch, completion<>(completion<>::inline_fn([](error_code) {})));
+            if (port) port->remove_watch(x.child_watch, completion<>(completion<>::inline_fn([](error_code) {})));
             child_set = false;
         }
-        bool data_set = want_mark && !x.data_error;
+        if (step_error && data_set && x.own_error) {
+            if (port) port->remove_watch(x.data_watch, completion<>(completion<>::inline_fn([](error_code) {})));
+            data_set = false;
+        }
         {
             std::lock_guard lock(mutex_);
             data_watch_ = data_set ? x.data_watch : nullptr;
             child_watch_ = child_set ? x.child_watch : nullptr;
+            own_watch_ = x.own_error ? nullptr : x.own_watch;
         }
-        done(reply::watch_set{step_error, data_set, data_set ? std::move(x.data) : std::string(), child_set});
+        done(reply::watch_set{step_error, data_set, data_set ? std::move(x.data) : std::string(), child_set, own_gone});
     };
+    if (send_own) {
+        // First: a reply that finds our node shows it was there before the others were read.
+        port.get_children(s.own, true, completion<children_result>(completion<children_result>::inline_fn(
+                                           [j, complete](error_code ec, children_result r) {
+                                               if (j->arrive([&](auto& x) {
+                                                       x.own_error = ec;
+                                                       if (!ec) x.own_watch = watch_access::state(r.watch);
+                                                   }))
+                                                   complete();
+                                           })));
+    }
     if (send_data) {
         port.get_data(s.node, true, completion<data_result>(completion<data_result>::inline_fn(
                                         [j, complete](error_code ec, data_result r) {
@@ -161,34 +183,50 @@ void step_io::send(session_port& port, const step::watch& s, reply_fn done) {
 }
 
 void step_io::wait(reply_fn done) {
-    std::shared_ptr<watch_state> data, child;
+    std::shared_ptr<watch_state> data, child, own;
     {
         std::lock_guard lock(mutex_);
         data = data_watch_;
         child = child_watch_;
+        own = own_watch_;
     }
-    // Registered outside the mutex: a watch that already ended calls back at once.
+    // Registered outside the mutex: a watch that already ended calls back at once. Our own node
+    // first: should both have ended, its deletion came first.
+    if (own) {
+        own->wait_inline([this, w = own.get(), done](error_code ec, const watch_event& ev) { fired(w, which::own, ec, ev, done); });
+    }
     if (data) {
-        data->wait_inline([this, w = data.get(), done](error_code ec, const watch_event& ev) { fired(w, false, ec, ev, done); });
+        data->wait_inline([this, w = data.get(), done](error_code ec, const watch_event& ev) { fired(w, which::data, ec, ev, done); });
     }
     if (child) {
-        child->wait_inline([this, w = child.get(), done](error_code ec, const watch_event& ev) { fired(w, true, ec, ev, done); });
+        child->wait_inline([this, w = child.get(), done](error_code ec, const watch_event& ev) { fired(w, which::child, ec, ev, done); });
     }
 }
 
-void step_io::fired(const watch_state* w, bool child_watch, error_code ec, const watch_event& ev, const reply_fn& done) {
+void step_io::fired(const watch_state* w, which kind, error_code ec, const watch_event& ev, const reply_fn& done) {
     {
         std::lock_guard lock(mutex_);
-        auto& mine = child_watch ? child_watch_ : data_watch_;
+        auto& mine = kind == which::own ? own_watch_ : kind == which::child ? child_watch_ : data_watch_;
         if (mine.get() != w) return;  // not (or no longer) a watch of the current step
         mine.reset();
-        // A departure or a lost session ends both watches: pass that on once.
-        if (ec || ev.type == event_type::deleted) {
+        // A departure or a lost session ends both watches of the watched node: pass that on
+        // once. A lost session ends our own node's too.
+        if (ec || (kind != which::own && ev.type == event_type::deleted)) {
             data_watch_.reset();
             child_watch_.reset();
         }
+        if (ec) own_watch_.reset();
     }
-    done(reply::watch_fired{ec, ev.type, child_watch});
+    done(reply::watch_fired{ec, ev.type, kind == which::child, kind == which::own});
+}
+
+void step_io::release_own() {
+    std::shared_ptr<watch_state> own;
+    {
+        std::lock_guard lock(mutex_);
+        own = std::exchange(own_watch_, nullptr);
+    }
+    if (own) own->clear_inline();  // outside our mutex: it takes the watch's
 }
 
 void step_io::remove(session_port& port, reply_fn done) {

@@ -43,14 +43,20 @@ public:
     void send(session_port& port, const step::watch& s, reply_fn done);
     /// step::wait: the first of the watches to fire (a departure or an error ends both).
     void wait(reply_fn done);
-    /// step::remove_watch: removes what is left of them.
+    /// step::remove_watch: removes what is left of them (not the watch on our own node: it ends
+    /// with that node).
     void remove(session_port& port, reply_fn done);
+    /// The machine is done: the watch on our own node, if still armed, is left to end with the
+    /// node (a hold watches that node on its own), and no longer reports to us.
+    void release_own();
 
 private:
-    void fired(const watch_state* fired, bool child_watch, error_code ec, const watch_event& ev, const reply_fn& done);
+    enum class which { data, child, own };
+    void fired(const watch_state* fired, which w, error_code ec, const watch_event& ev, const reply_fn& done);
 
     std::mutex mutex_;  // a leaf
     std::shared_ptr<watch_state> data_watch_, child_watch_;
+    std::shared_ptr<watch_state> own_watch_;  // on our own node (step::watch::own)
 };
 
 template <class Machine>
@@ -167,6 +173,7 @@ private:
 
     void finish(const done_type& d) {
         if (timer_) boost::asio::post(threads_->session, [t = timer_] { t->cancel(); });
+        io_.release_own();
         // A machine never acquires once given up, so the caller is still waiting; should that
         // ever be wrong, what it holds must not outlive its forgotten owner.
         if (!answer({}, &d) && d.acquired) {

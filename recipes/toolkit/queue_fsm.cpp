@@ -64,9 +64,9 @@ queue_fsm::action queue_fsm::on(const any_reply& r, std::int64_t session) {
                 return on_owner(x.error, x.result, session);
             } else if constexpr (std::is_same_v<R, reply::watch_set>) {
                 return on_watch_set(x.error, session, x.data_read && is_marked_holding(x.data), x.child_watch_set,
-                                    x.data_read && is_zkr_owner_data(x.data));
+                                    x.data_read && is_zkr_owner_data(x.data), x.own_gone);
             } else if constexpr (std::is_same_v<R, reply::watch_fired>) {
-                return on_watch_event(x.error, x.type, session, x.child_watch);
+                return on_watch_event(x.error, x.type, session, x.child_watch, x.own_node);
             } else {
                 return on_watch_removed();
             }
@@ -294,11 +294,26 @@ queue_fsm::action queue_fsm::evaluate(std::vector<contender> queue, std::int64_t
     // server a read and us a notification. Nor would a reader's mark (a reader never marks).
     want_mark_ = has_marks(options_.kind) && !watched_reads_ && !departure_holds_;
     phase_ = phase::setting_watch;
-    return ask(step::watch{create_.full(watched_), want_mark_}, std::move(deletes));
+    auto a = watch_step();
+    a.deletes = std::move(deletes);
+    return a;
+}
+
+queue_fsm::action queue_fsm::watch_step() {
+    // Our own node is watched too: a departure may hand us the lock with no listing, which is
+    // only right while our node exists — and its deletion, were it gone, would have reached us
+    // first.
+    return ask(step::watch{create_.full(watched_), want_mark_, create_.node_path()});
+}
+
+queue_fsm::action queue_fsm::own_node_gone() {
+    restart_after_removal_ = true;
+    phase_ = phase::removing_watch;
+    return ask(step::remove_watch{create_.full(watched_)});
 }
 
 queue_fsm::action queue_fsm::on_watch_set(error_code error, std::int64_t session, bool marked,
-                                          bool child_watch_set, bool zkr_node) {
+                                          bool child_watch_set, bool zkr_node, bool own_gone) {
     if (phase_ != phase::setting_watch) return {};
     if (abandoned_) {
         if (!error) {
@@ -306,6 +321,13 @@ queue_fsm::action queue_fsm::on_watch_set(error_code error, std::int64_t session
             return ask(step::remove_watch{create_.full(watched_)});
         }
         return finish_abandoned();
+    }
+    if (own_gone) {
+        // Someone deleted our node (or it went with a session we no longer have): it can hold
+        // nothing for us, whatever happens to the one ahead.
+        if (!error) return own_node_gone();
+        if (session_gone(error) || error == errc::no_node) return restart({}, make_error_code(errc::lock_lost));
+        return finish(false, error);
     }
     if (error == errc::no_node) return after_departure(session);  // gone before we could watch it
     if (error) {
@@ -327,11 +349,15 @@ queue_fsm::action queue_fsm::on_watch_set(error_code error, std::int64_t session
 }
 
 queue_fsm::action queue_fsm::on_watch_event(error_code error, event_type type, std::int64_t session,
-                                            bool child_watch) {
+                                            bool child_watch, bool own_node) {
     if (phase_ != phase::waiting) return {};
     if (error) {
         if (error == errc::client_closed) return finish(false, error);
         return restart({}, error);  // the watch ended with its session: so did our node
+    }
+    if (own_node) {
+        if (type != event_type::deleted) return {};  // a sequence node has no children
+        return own_node_gone();
     }
     if (type == event_type::deleted) {
         ++departures_;
@@ -347,7 +373,7 @@ queue_fsm::action queue_fsm::on_watch_event(error_code error, event_type type, s
     // The data watch fired with no child watch to see the departure, or a watch was dropped
     // with others on its path: set them again.
     phase_ = phase::setting_watch;
-    return ask(step::watch{create_.full(watched_), want_mark_});
+    return watch_step();
 }
 
 queue_fsm::action queue_fsm::after_departure(std::int64_t session) {

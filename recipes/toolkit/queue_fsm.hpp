@@ -70,12 +70,15 @@ public:
     /// `session`; `marked`: its data carried the holding mark; `child_watch_set`: the child watch
     /// is set (too); `zkr_node`: its data is zkr's owner data (only then does a later change of
     /// it count as the mark).
+    /// `own_gone`: our own node is gone (its watch found none).
     action on_watch_set(error_code error, std::int64_t session, bool marked = false, bool child_watch_set = false,
-                        bool zkr_node = false);
+                        bool zkr_node = false, bool own_gone = false);
     /// A watch of the `watch` step fired (or ended with an error: its session was lost, or it
     /// was removed): the data watch, or the child watch if `child_watch`. The runner passes on
     /// only the first of the two for a departure or an error.
-    action on_watch_event(error_code error, event_type type, std::int64_t session, bool child_watch = false);
+    /// `own_node`: the watch on our own node fired (or ended).
+    action on_watch_event(error_code error, event_type type, std::int64_t session, bool child_watch = false,
+                          bool own_node = false);
     action on_watch_removed();
     /// Give up (timeout, cancellation): returns what to send to clean up — our node's delete
     /// right away whenever we know it — or step::none when a reply is due first (the rest of the
@@ -118,6 +121,9 @@ private:
     action restart(std::vector<std::string> deletes, error_code why);
     action evaluate(std::vector<contender> queue, std::int64_t session, std::vector<std::string> deletes = {});
     action after_departure(std::int64_t session);
+    action watch_step();
+    /// Our node is gone while we wait (someone deleted it): take our watch off, then queue anew.
+    action own_node_gone();
     action recover(const std::vector<std::string>& children);
     action finish(bool acquired, error_code error, std::vector<std::string> deletes = {});
     bool should_mark() const;

@@ -41,9 +41,15 @@ struct check_owner { std::string node; };  ///< exists(node): which session made
 /// get_children(node) leaving a child watch (a sequence node is ephemeral and has no children:
 /// it fires only when the node goes) and, if `want_mark`, get_data(node) leaving a data watch
 /// sent right before it (it fires when the node's data changes, or it goes). Then watch_set.
+///
+/// With `own` (our own node), also get_children(own) leaving a child watch, once per node: our
+/// node's deletion by someone else then reaches us before any later departure (a session's
+/// events arrive in the order they happened), so a departure is never taken for a hold of a
+/// node that is gone (Netflix Curator #115).
 struct watch {
     std::string node;
     bool want_mark = true;
+    std::string own;
 };
 struct wait { std::string node; };          ///< wait for the watches the last `watch` or `list` left
 struct remove_watch { std::string node; };  ///< remove what is left of them, then watch_removed
@@ -79,6 +85,7 @@ struct watch_set {
     bool data_read = false;
     std::string data;
     bool child_watch_set = false;
+    bool own_gone = false;  ///< our own node does not exist (any more)
 };
 /// A watch of the last `watch` (or watched `list`) step fired, or ended with an error (its
 /// session lost, or removed). `child_watch`: the child watch (else the data watch).
@@ -86,6 +93,7 @@ struct watch_fired {
     error_code error;
     event_type type = event_type::not_watching;
     bool child_watch = false;
+    bool own_node = false;  ///< the watch on our own node (step::watch::own)
 };
 /// The watches are removed. `error`: a removal failed for its session (lost meanwhile).
 struct watch_removed {

@@ -53,6 +53,7 @@ public:
     std::int64_t session = 1;                 // our client's current session
     std::set<std::pair<std::int64_t, std::string>> data_watches;   // (session, path)
     std::set<std::pair<std::int64_t, std::string>> child_watches;  // (session, path)
+    std::set<std::pair<std::int64_t, std::string>> own_watches;    // (session, our node): end with it
     std::vector<std::string> foreign_deleted;  // nodes of others that we deleted (must stay empty)
     std::map<std::string, int> sequences;      // per parent
     std::int64_t zxid = 100;
@@ -90,6 +91,7 @@ public:
         nodes.erase(path);
         std::erase_if(data_watches, [&](const auto& w) { return w.second == path; });
         std::erase_if(child_watches, [&](const auto& w) { return w.second == path; });
+        std::erase_if(own_watches, [&](const auto& w) { return w.second == path; });
         touch_children(zkr::parent_path(path));
     }
     void set_data(const std::string& path, std::string data) {
@@ -389,6 +391,11 @@ private:
                 }
                 m.child_watches.insert({m.session, s.node});
                 watched_ = s.node;
+                // Our own node's watch: it ends with the node (not checked at the end).
+                if (!s.own.empty()) {
+                    if (m.exists(s.own)) m.own_watches.insert({m.session, s.own});
+                    else r.own_gone = true;
+                }
                 return {};
             });
             if (r.error) r.data_read = false;

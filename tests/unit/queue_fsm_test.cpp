@@ -210,6 +210,45 @@ TEST_CASE("queue_fsm 4: predecessor vanishes between listing and watch", "[queue
     }
 }
 
+// Netflix Curator #115: a departure ahead hands us the lock with no listing only while our own
+// node exists. Someone deleting it (an operator, a cleanup script) must never let us hold.
+TEST_CASE("queue_fsm 4b: our own node is watched too, and its deletion is never taken for a hold", "[queue_fsm]") {
+    auto f = make();
+    f.start();
+    auto a = created_and_listed(f, "_c_u1-lock-0000000001", {"_c_x-lock-0000000000", "_c_u1-lock-0000000001"});
+    REQUIRE(a.is<step::watch>());
+    CHECK(a.as<step::watch>().own == "/l/_c_u1-lock-0000000001");
+    SECTION("gone when the watches are set: the watch is taken off, then a fresh node") {
+        a = f.on_watch_set({}, session, false, true, false, /*own_gone=*/true);
+        REQUIRE(a.is<step::remove_watch>());
+        CHECK(path_of(a) == "/l/_c_x-lock-0000000000");
+        a = f.on_watch_removed();
+        REQUIRE(a.is<step::create_and_list>());
+        CHECK(path_of(a) == "/l/_c_u2-lock-");
+    }
+    SECTION("gone along with the one ahead: a fresh node, never a hold") {
+        a = f.on_watch_set(ec(errc::no_node), session, false, false, false, /*own_gone=*/true);
+        REQUIRE(a.is<step::create_and_list>());
+        CHECK(path_of(a) == "/l/_c_u2-lock-");
+    }
+    SECTION("deleted while waiting: the departure after it is not a hold") {
+        REQUIRE(f.on_watch_set({}, session, false, true).is<step::wait>());
+        a = f.on_watch_event({}, event_type::deleted, session, false, /*own_node=*/true);
+        REQUIRE(a.is<step::remove_watch>());
+        // The one ahead leaves meanwhile: that is no news for a machine taking its watch off.
+        CHECK(f.on_watch_event({}, event_type::deleted, session).is<step::none>());
+        a = f.on_watch_removed();
+        REQUIRE(a.is<step::create_and_list>());
+        CHECK(path_of(a) == "/l/_c_u2-lock-");
+        CHECK(f.listing_free_handoffs() == 0);
+    }
+    SECTION("its watch ends with the session: queue anew") {
+        REQUIRE(f.on_watch_set({}, session).is<step::wait>());
+        a = f.on_watch_event(ec(errc::session_expired), event_type::not_watching, session, false, true);
+        REQUIRE(a.is<step::create_and_list>());
+    }
+}
+
 TEST_CASE("queue_fsm 5: try (wait=false)", "[queue_fsm]") {
     SECTION("contended: not acquired, our node removed, no error") {
         auto f = make(options(queue_kind::exclusive, false));
