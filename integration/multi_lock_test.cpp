@@ -7,6 +7,8 @@
 #include "zkr/client.hpp"
 #include "zkr/multi_lock.hpp"
 
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_future.hpp>
 #include <catch2/catch.hpp>
@@ -134,5 +136,33 @@ TEST_CASE("multi-lock: the async form's hold, one guard covering every part, one
     asio::post(c.get_executor(), [&] { drained.set_value(); });
     drained.get_future().wait();
     CHECK(lost.load() == before + 1);
+    both.unlock();
+}
+
+TEST_CASE("multi-lock: a cancelled async_lock releases the parts it took before its handler runs", "[multi_lock][cancel]") {
+    std::string a = unique_path("multi-cancel-a"), b = unique_path("multi-cancel-b");
+    zkr::client c(test_options(test_connect_string()));
+    zkr::client other(test_options(test_connect_string()));
+    zkr::mutex holder(other, b);
+    holder.lock();
+    zkr::multi_lock both(c, std::vector<std::string>{b, a});  // taken as a, then b
+    asio::cancellation_signal cancel;
+    auto f = both.async_lock(asio::bind_cancellation_slot(cancel.slot(), asio::use_future));
+    // It holds a and waits on b.
+    REQUIRE(eventually([&] { return queue_length(c, a) == 1 && queue_length(c, b) == 2; }));
+    asio::post(c.get_executor(), [&] { cancel.emit(asio::cancellation_type::terminal); });
+    REQUIRE(f.wait_for(10s) == std::future_status::ready);
+    try {
+        f.get();
+        FAIL("a cancelled multi-lock acquisition completed without an error");
+    } catch (const zkr::system_error& e) {
+        CHECK(e.code() == errc::cancelled);
+    }
+    // Both its nodes are gone: the deletes were sent before the handler ran, so this client's
+    // next requests see them done.
+    CHECK(queue_length(c, a) == 0);
+    CHECK(queue_length(c, b) == 1);
+    holder.unlock();
+    CHECK(both.try_lock());
     both.unlock();
 }

@@ -24,11 +24,17 @@
 // that blocks, spins or calls blocking zkr functions stalls only the user executor.
 //
 // Lock order (a thread holding one may take those below it, never one above):
-//   1. lock_engine::mutex_                         (recipes)
-//   2. acquisition::mutex_                         (recipes)
+//   1. a recipe object's own mutex: lock_engine::mutex_, latch_impl::mutex_, selector_impl::mutex_,
+//      semaphore_impl::mutex_ (recipes/; each takes only its own, and sends nothing under it)
+//   2. fsm_runner::mutex_ (guards one machine; the steps it asks for are sent after it is released)
 //   3. handle_mutex_   shared: send, read the handle's live state; exclusive: swap handles
 //   4. parked_mutex_, lease_mutex_, state_mutex_, in_flight_mutex_, watch_registry::mutex_,
-//      watch_state::mutex, sync_slot's mutex       (leaves: nothing is taken under them)
+//      watch_state::mutex, sync_slot's mutex, and the toolkit's leaves: hold_registry::mutex_,
+//      cleanup_service::mutex_, step_io::mutex_, hold_monitor::mutex_, count_impl::mutex_, the
+//      observer's and the multi-lock's (leaves: nothing is taken or called under them)
+// Recipes reach this layer only through session_port (src/session_port.hpp); their machines run
+// inline on the completion thread, never block and never call user code, which they post to the
+// client's executor.
 // No zkr lock is held while calling zookeeper_init or zookeeper_close (close joins the C client's
 // threads, whose callbacks take the locks above), nor while a completion runs a handler inline.
 //

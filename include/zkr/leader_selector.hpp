@@ -95,8 +95,9 @@ public:
     std::vector<election_participant> participants() const;
     /// The leader, if anyone contends.
     std::optional<election_participant> leader() const;
-    /// The path; this participant's id.
+    /// The election's path.
     const std::string& path() const noexcept;
+    /// This participant's id (its nodes' data).
     const std::string& id() const noexcept;
 
 private:

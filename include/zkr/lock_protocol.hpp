@@ -34,8 +34,8 @@ ZKR_EXPORT const char* to_string(recipe r) noexcept;
 struct node_name {
     std::string name;            ///< the child's name
     std::int64_t sequence = 0;   ///< the number after the last occurrence of the recipe's name (Curator's rule)
-    role node_role = role::writer;
-    recipe node_recipe = recipe::mutex;
+    role node_role = role::writer;        ///< what it asks for
+    recipe node_recipe = recipe::mutex;   ///< which recipe's layout it follows
 };
 
 /// The lock node `child` names, or std::nullopt for a child that is not one.
@@ -51,8 +51,8 @@ ZKR_EXPORT bool is_marked_holding(std::string_view data);
 
 /// One node in a queue, with its owner (empty when unknown).
 struct queued {
-    node_name name;
-    lock_owner owner;
+    node_name name;     ///< the node
+    lock_owner owner;   ///< who made it, from its data
 };
 
 /// Sorts nodes into queue order: by sequence, then by name.

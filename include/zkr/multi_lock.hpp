@@ -52,7 +52,9 @@ ZKR_EXPORT void start_multi_lock(std::vector<lock_view> parts, multi_handler han
 /// together. Movable, not copyable.
 class ZKR_EXPORT multi_hold {
 public:
+    /// Holds nothing.
     multi_hold() noexcept = default;
+    /// Takes over `other`'s holds.
     multi_hold(multi_hold&&) noexcept = default;
     /// Releases what this one holds, then takes over `other`'s.
     multi_hold& operator=(multi_hold&& other) noexcept {
@@ -70,6 +72,7 @@ public:
     void unlock() noexcept;
     /// True until released.
     bool owns_lock() const noexcept { return !holds_.empty(); }
+    /// owns_lock().
     explicit operator bool() const noexcept { return owns_lock(); }
     /// The worst of the parts: lost if any is lost, else uncertain if any is, else held.
     lock_state state() const;

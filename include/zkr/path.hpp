@@ -21,8 +21,8 @@ ZKR_EXPORT std::string path_problem(std::string_view path, bool sequential = fal
 /// (the path shown as quoted_path() shows it).
 ZKR_EXPORT void validate_path(std::string_view path, bool sequential = false);
 
-/// The path as zkr's messages show it: in double quotes, with NUL as \0 and other control
-/// characters and bytes that are not UTF-8 as \xNN; a path over 120 bytes is cut in the middle
+/// The path as zkr's messages show it: in double quotes, with NUL as `\0` and other control
+/// characters and bytes that are not UTF-8 as `\xNN`; a path over 120 bytes is cut in the middle
 /// ("…") and followed by its length, e.g. "/locks/aaaa…aaaa" (1153434 bytes), so that no message
 /// carries a huge path.
 ZKR_EXPORT std::string quoted_path(std::string_view path);

@@ -20,7 +20,7 @@ class count_impl;
 
 /// A count with the version of the node it was read at (Curator's VersionedValue<Integer>).
 struct versioned_count {
-    std::int32_t value = 0;
+    std::int32_t value = 0;     ///< the count
     std::int32_t version = -1;  ///< the node's data version
 };
 
