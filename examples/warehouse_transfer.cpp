@@ -152,7 +152,7 @@ int main(int argc, char** argv) try {
     expect(moves_made == clients_count * movers_per_client * moves_per_mover, "not every move was made");
     expect(a >= 0 && b >= 0, "a count is negative");
     expect(a + b == 2 * initial_each, "the total stock changed: stock was lost or made up");
-    expect(most_inside == 1, "two moves were inside both locks at once");
+    expect(most_inside <= 1, "two moves were inside both locks at once");
 
     remove_tree(admin, root);
     std::cout << (wrong == 0 ? "total stock unchanged, no count negative" : std::to_string(wrong) + " thing(s) went WRONG")
