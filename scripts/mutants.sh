@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Proves the tests bite: hand-written mutations of the lock engine, the recipe toolkit and the
+# session layer, each applied to a scratch copy of the committed tree, built, and run against the
+# tests that should catch it. A mutant is killed when those tests fail (or time out). Prints one
+# line per mutant and exits 1 if any survived.
+#   scripts/mutants.sh            every mutant
+#   scripts/mutants.sh NAME...    only these
+# Needs what scripts/test.sh needs (scripts/setup.sh installs it). Takes 15-30 minutes on 2 cores;
+# not in CI (it would not fit the 40 minutes), run it when the engine or the session layer changes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+work=${ZKR_MUTANTS_DIR:-/tmp/zkr-mutants}
+
+# name ~ file ~ exact text (must occur once; \n for a new line) ~ replacement ~ the tests that
+# must catch it: unit:<catch filter> or integration:<catch filter>
+mutants=$(cat <<'EOF'
+watch-lowest~recipes/toolkit/sequence_queue.cpp~        if (it->name != ignore) return {false, it->name};~        if (it->name != ignore) return {false, queue.front().name};~unit:[queue_fsm]
+no-session-check~recipes/toolkit/protected_create.cpp~    if (!r.exists || session == 0 || r.stat.ephemeral_owner != session) return false;~    if (!r.exists) return false;~unit:*
+uncertain-as-held~recipes/toolkit/hold.cpp~        case session_health::suspect: return lock_state::uncertain;~        case session_health::suspect: return lock_state::held;~integration:[promises],[session_model],[lock_fault]
+no-on-lost~recipes/toolkit/hold.cpp~                l->fn(node);~                (void)node;~integration:[hold_edges]
+no-delete-retry~recipes/toolkit/cleanup.cpp~        ++self->delete_retries_;~        return finish(ec);~integration:[lock_fault],[handoff]
+departure-as-mark~recipes/toolkit/queue_fsm.cpp~    bool known_first = watched_holds_ && !watched_reads_;~    bool known_first = !watched_reads_;~unit:[queue_fsm]
+token-unordered~recipes/toolkit/hold.cpp~    if (h.czxid != 0) return h.czxid;~    if (h.czxid != 0) return 1;~integration:[leader_latch],[mutex]
+lost-reply-as-success~src/requests.cpp~        if (rc != ZOK) return r->client.on_failure(r, rc);\n        r->succeed();\n    }\n    std::string path_;\n    std::int32_t version_;~        if (rc != ZOK && rc != ZCONNECTIONLOSS) return r->client.on_failure(r, rc);\n        r->succeed();\n    }\n    std::string path_;\n    std::int32_t version_;~integration:[lock_fault],[handoff],[hold_edges]
+deadline-ignored~recipes/toolkit/fsm_runner.hpp~                timer->expires_at(deadline);~                timer->expires_at(deadline + std::chrono::hours(1));~integration:[hold_edges],[mutex]
+answer-before-delete~recipes/toolkit/queue_fsm.cpp~    if (phase_ == phase::waiting) {\n        delete_ours(deletes);~    if (phase_ == phase::waiting) {~unit:*
+no-own-node-watch~recipes/toolkit/queue_fsm.cpp~    return ask(step::watch{create_.full(watched_), want_mark_, create_.node_path()});~    return ask(step::watch{create_.full(watched_), want_mark_, std::string()});~integration:[hold_edges],[leader_latch]
+no-hold-node-watch~recipes/toolkit/hold.cpp~    watch_node(h);~    (void)h;~integration:[hold_edges]
+guard-checks-one-part~src/requests.cpp~zoo_check_op_init(&zoo_ops_[w + 1 + k], o.also[k].c_str(), any_version);~zoo_check_op_init(&zoo_ops_[w + 1 + k], o.path.c_str(), any_version);~integration:[multi_lock]
+EOF
+)
+
+only=("$@")
+want() {
+    [ ${#only[@]} -eq 0 ] && return 0
+    local n
+    for n in "${only[@]}"; do [ "$n" = "$1" ] && return 0; done
+    return 1
+}
+
+scripts/setup.sh >/dev/null
+rm -rf "$work"
+mkdir -p "$work/src"
+git archive HEAD | tar -x -C "$work/src"
+cmake -S "$work/src" -B "$work/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DZKR_BUILD_BENCH=OFF >/dev/null
+echo "mutants: building the unmutated tree in $work"
+cmake --build "$work/build" -j"$(nproc)" --target zkr_unit_tests zkr_integration_tests >/dev/null
+"$root/integration/zk-cluster.sh" start "$work/zk" 1 >/dev/null
+trap '"$root/integration/zk-cluster.sh" stop "$work/zk" >/dev/null 2>&1 || true' EXIT
+
+run_tests() {  # $1: unit:<filter> or integration:<filter>
+    local kind=${1%%:*} filter=${1#*:}
+    case "$kind" in
+        unit) timeout 600 "$work/build/tests/zkr_unit_tests" "$filter" ;;
+        integration) ZKR_TEST_CONNECT_FILE="$work/zk/connect" timeout 900 "$work/build/integration/zkr_integration_tests" "$filter" ;;
+    esac
+}
+
+survived=0 killed=0
+while IFS='~' read -r name file text replacement tests; do
+    [ -n "$name" ] || continue
+    want "$name" || continue
+    target="$work/src/$file"
+    cp "$target" "$target.orig"
+    if ! python3 - "$target" "$text" "$replacement" <<'PY'
+import sys
+path, old, new = sys.argv[1], sys.argv[2].replace('\\n', '\n'), sys.argv[3].replace('\\n', '\n')
+s = open(path).read()
+if s.count(old) != 1:
+    sys.exit(f"the mutated text occurs {s.count(old)} times in {path}")
+open(path, 'w').write(s.replace(old, new))
+PY
+    then
+        echo "mutant $name: STALE (its text is not in $file once): fix scripts/mutants.sh"
+        survived=$((survived + 1))
+        mv "$target.orig" "$target"
+        continue
+    fi
+    kind=${tests%%:*}
+    if ! cmake --build "$work/build" -j"$(nproc)" --target "zkr_${kind}_tests" >"$work/$name.build.log" 2>&1; then
+        echo "mutant $name: killed (does not build)"
+        killed=$((killed + 1))
+    elif run_tests "$tests" >"$work/$name.log" 2>&1; then
+        echo "mutant $name: SURVIVED ($tests passed; $file)"
+        survived=$((survived + 1))
+    else
+        echo "mutant $name: killed by $tests"
+        killed=$((killed + 1))
+    fi
+    mv "$target.orig" "$target"
+    touch "$target"
+done <<<"$mutants"
+echo "mutants: $killed killed, $survived survived"
+[ "$survived" -eq 0 ]
