@@ -204,8 +204,10 @@ public:
         return start<void(error_code)>(token, [](auto h, auto& c) { detail::start_wait_connected(c, std::move(h)); });
     }
     /// Completes with the next state change (never `connecting`). Handler: void(error_code,
-    /// connection_state). Ends with errc::client_closed; per-operation cancellation (any type)
-    /// completes it with errc::cancelled (the state is then meaningless).
+    /// connection_state). A wait pending when the client closes completes with no error and
+    /// `closed` (that is the change); one started on a closed client with errc::client_closed.
+    /// Per-operation cancellation (any type) completes it with errc::cancelled (the state is then
+    /// meaningless).
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_next_state(CompletionToken&& token = {}) {
         return start<void(error_code, connection_state)>(
