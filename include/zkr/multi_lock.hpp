@@ -153,6 +153,8 @@ public:
 private:
     std::vector<lock_view> copies() const;
     void held();  // a new hold of every part began
+    // Takes the parts in order with `take`; all or none (what was taken is released at once).
+    bool take_all(const std::function<bool(lock_view&)>& take);
 
     std::vector<lock_part> parts_;
     std::vector<std::unique_ptr<mutex>> mutexes_;

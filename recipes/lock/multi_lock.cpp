@@ -201,42 +201,28 @@ std::vector<lock_view> multi_lock::copies() const {
 }
 
 void multi_lock::lock() {
-    std::size_t taken = 0;
-    try {
-        for (; taken < views_.size(); ++taken) views_[taken]->lock();
-    } catch (...) {
-        while (taken > 0) views_[--taken]->unlock();
-        throw;
-    }
-    held();
+    take_all([](lock_view& part) {
+        part.lock();  // throws on failure: what was taken is released
+        return true;
+    });
 }
 
 void multi_lock::held() { ++*generation_; }
 
 bool multi_lock::try_lock() {
-    std::size_t taken = 0;
-    try {
-        for (; taken < views_.size(); ++taken) {
-            if (!views_[taken]->try_lock()) break;
-        }
-    } catch (...) {
-        while (taken > 0) views_[--taken]->unlock();
-        throw;
-    }
-    if (taken == views_.size()) {
-        held();
-        return true;
-    }
-    while (taken > 0) views_[--taken]->unlock();
-    return false;
+    return take_all([](lock_view& part) { return part.try_lock(); });
 }
 
 bool multi_lock::try_lock_until(std::chrono::steady_clock::time_point deadline) {
     // One deadline for all the parts.
+    return take_all([deadline](lock_view& part) { return part.try_lock_until(deadline); });
+}
+
+bool multi_lock::take_all(const std::function<bool(lock_view&)>& take) {
     std::size_t taken = 0;
     try {
         for (; taken < views_.size(); ++taken) {
-            if (!views_[taken]->try_lock_until(deadline)) break;
+            if (!take(*views_[taken])) break;
         }
     } catch (...) {
         while (taken > 0) views_[--taken]->unlock();
