@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -333,7 +334,7 @@ TEST_CASE("zklock --version and --help", "[zklock]") {
     std::string text;
     while (auto line = help.read_line(5s)) text += *line + "\n";
     CHECK(help.wait() == 0);
-    for (const char* expected : {"run", "status", "watch", "release-stale", "64", "69", "70", "75"})
+    for (const char* expected : {"run", "status", "watch", "release-stale", "--max", "64", "69", "70", "75"})
         CHECK(text.find(expected) != std::string::npos);
 
     zklock_process run_help({"run", "--help"}, dir);
@@ -345,6 +346,8 @@ TEST_CASE("zklock --version and --help", "[zklock]") {
     CHECK(text.find("process group of its own") != std::string::npos);
     CHECK(text.find("watchdog") != std::string::npos);
     CHECK(text.find("Not covered") != std::string::npos);
+    CHECK(text.find("--max") != std::string::npos);
+    CHECK(text.find("semaphore") != std::string::npos);
 
     zklock_process status_help({"status", "--help"}, dir);
     text.clear();
@@ -1204,4 +1207,247 @@ TEST_CASE("zklock run and a Curator service share one read/write lock, both ways
     curator.write_line("release");
     CHECK(curator.read_line() == std::optional<std::string>("released"));
     CHECK(curator.wait() == 0);
+}
+
+namespace {
+
+// Like holding_command, and it appends "start <name>" to <dir>/log when it starts and
+// "end <name>" just before it exits: the log is the order in which the commands ran.
+std::vector<std::string> logged_command(const scratch_dir& dir, const std::string& name) {
+    std::string at = dir / name, log = dir / "log";
+    return {"/bin/sh", "-c",
+            "echo 'start " + name + "' >> '" + log + "'; echo $$ > '" + at + ".pid'; "
+            "echo \"$ZKLOCK_NODE\" > '" + at + ".node.tmp'; mv '" + at + ".node.tmp' '" + at + ".node'; "
+            "while [ ! -e '" + at + ".go' ] && kill -0 $PPID 2>/dev/null; do sleep 0.05; done; "
+            "echo 'end " + name + "' >> '" + log + "'; exit 7"};
+}
+
+// The most commands the log shows running at once, and whether every line made sense.
+int most_at_once(const std::string& log) {
+    std::istringstream lines(log);
+    int running = 0, most = 0;
+    for (std::string line; std::getline(lines, line);) {
+        if (line.rfind("start ", 0) == 0) most = std::max(most, ++running);
+        else if (line.rfind("end ", 0) == 0) --running;
+        else return -1;
+    }
+    return running == 0 ? most : -1;
+}
+
+// Waits until zklock process `p` queues on the semaphore's mutex PATH/locks (its node's zkr
+// owner data names its pid): it then waits for a lease, the semaphore being full (zkr's
+// semaphore, as Curator's, waits holding its mutex). Fails after 15 s.
+void require_waiting_for_lease(zkr::client& c, const std::string& path, const zklock_process& p) {
+    std::string mutex = path + "/locks", owner = ";pid=" + std::to_string(p.pid()) + ";";
+    bool queued = eventually(
+        [&] {
+            zkr::error_code ec;
+            for (const auto& child : c.get_children(mutex, ec).children) {
+                auto data = c.get_data(mutex + "/" + child, ec);
+                if (!ec && data.data.find(owner) != std::string::npos) return true;
+            }
+            return false;
+        },
+        15s);
+    if (!queued) FAIL("zklock " << p.pid() << " never queued on " << mutex << ": " << p.error_output());
+}
+
+// The lease nodes of the semaphore at `path`, by name.
+std::vector<std::string> leases_of(zkr::client& c, const std::string& path) {
+    zkr::error_code ec;
+    auto children = c.get_children(path + "/leases", ec).children;
+    std::sort(children.begin(), children.end());
+    return children;
+}
+
+}  // namespace
+
+TEST_CASE("zklock run --max 2: three runs, never more than two commands at once, the third once one ends", "[zklock]") {
+    scratch_dir dir;
+    std::string path = unique_path("zklock-max");
+    zkr::client observer(test_options(test_connect_string()));
+    const std::vector<std::string> names{"a", "b", "c"};
+    std::vector<std::unique_ptr<zklock_process>> runs;
+    for (const auto& name : names) runs.push_back(std::make_unique<zklock_process>(run_args(path, logged_command(dir, name), {"--max", "2"}), dir));
+
+    // Two get a lease and run; the third queues on the semaphore's mutex, waiting for one.
+    auto started = [&] {
+        std::vector<std::size_t> out;
+        for (std::size_t i = 0; i < names.size(); ++i) {
+            if (file_exists(dir / (names[i] + ".node"))) out.push_back(i);
+        }
+        return out;
+    };
+    if (!eventually([&] { return started().size() >= 2; }, 15s)) {
+        std::string said;
+        for (const auto& r : runs) said += "\nzklock " + std::to_string(r->pid()) + ": " + r->error_output();
+        FAIL("two commands did not start:" << said);
+    }
+    auto first_two = started();
+    REQUIRE(first_two.size() == 2);
+    std::size_t third = 3 - first_two[0] - first_two[1];
+    require_waiting_for_lease(observer, path, *runs[third]);
+    CHECK(started().size() == 2);  // waiting while two run: it has not started
+    // Two held, and the waiter's own (made, then counted: as Curator's) once it is made.
+    CHECK(eventually([&] { return leases_of(observer, path).size() == 3; }, 15s));
+    CHECK(started().size() == 2);
+    for (auto i : first_two) {
+        std::string node = trimmed(read_file(dir / (names[i] + ".node")));
+        CHECK(node.rfind(path + "/leases/_c_", 0) == 0);
+        CHECK(node.find("-lease-") != std::string::npos);
+    }
+
+    // One ends: its lease goes to the third.
+    touch(dir / (names[first_two[0]] + ".go"));
+    CHECK(runs[first_two[0]]->wait() == 7);
+    started_node(dir, names[third]);
+    touch(dir / (names[first_two[1]] + ".go"));
+    touch(dir / (names[third] + ".go"));
+    CHECK(runs[first_two[1]]->wait() == 7);
+    CHECK(runs[third]->wait() == 7);
+
+    std::string log = read_file(dir / "log");
+    INFO("log:\n" << log);
+    CHECK(most_at_once(log) == 2);
+    // The third started after the first one's end.
+    CHECK(log.find("start " + names[third]) > log.find("end " + names[first_two[0]]));
+    CHECK(eventually([&] { return leases_of(observer, path).empty(); }));
+}
+
+TEST_CASE("zklock run --max 1 --timeout 0 while the lease is taken: the timeout code, as for a held lock", "[zklock]") {
+    scratch_dir dir;
+    std::string path = unique_path("zklock-max-try");
+    zkr::client observer(test_options(test_connect_string()));
+    zklock_process holder(run_args(path, holding_command(dir, "holder"), {"--max", "1"}), dir);
+    std::string held = started_node(dir, "holder");
+
+    // Taken: 75 at once, and no lease left behind.
+    auto start = clock_type::now();
+    zklock_process refused(run_args(path, holding_command(dir, "refused"), {"--max", "1", "--timeout", "0"}), dir);
+    CHECK(refused.wait() == exit_timed_out);
+    CHECK(ms_since(start) < 5000);
+    INFO("stderr: " << refused.error_output());
+    CHECK(refused.error_output().find(path) != std::string::npos);
+    CHECK(refused.error_output().find("--timeout 0") != std::string::npos);
+    CHECK_FALSE(file_exists(dir / "refused.node"));
+    CHECK(leases_of(observer, path) == std::vector<std::string>{node_name(held)});
+
+    // A timed wait: 75 after it, the lease node gone with the cancelled acquisition.
+    start = clock_type::now();
+    zklock_process late(run_args(path, holding_command(dir, "late"), {"--max", "1", "--timeout", "1500ms"}), dir);
+    CHECK(late.wait() == exit_timed_out);
+    CHECK(ms_since(start) >= 1500);
+    CHECK(late.error_output().find("timed out") != std::string::npos);
+    CHECK_FALSE(file_exists(dir / "late.node"));
+    CHECK(leases_of(observer, path) == std::vector<std::string>{node_name(held)});
+
+    touch(dir / "holder.go");
+    CHECK(holder.wait() == 7);
+    // Free: the command runs and its status comes back.
+    zklock_process free_run(run_args(path, {"/bin/sh", "-c", "exit 4"}, {"--max", "1", "--timeout", "0"}), dir);
+    CHECK(free_run.wait() == 4);
+    CHECK(eventually([&] { return leases_of(observer, path).empty(); }));
+}
+
+TEST_CASE("zklock run --max: a lease node deleted by someone else signals the command, exit code lost", "[zklock]") {
+    scratch_dir dir;
+    std::string path = unique_path("zklock-max-deleted");
+    zkr::client observer(test_options(test_connect_string()));
+    std::string marker = dir / "term", node_file = dir / "node";
+    zklock_process zklock(run_args(path,
+                                   {"/bin/sh", "-c",
+                                    "trap \"echo term > '" + marker + "'; exit 0\" TERM; echo \"$ZKLOCK_NODE\" > '" +
+                                        node_file + ".tmp'; mv '" + node_file + ".tmp' '" + node_file +
+                                        "'; while kill -0 $PPID 2>/dev/null; do sleep 0.05; done"},
+                                   {"--max", "2", "--grace", "5s"}),
+                          dir);
+    REQUIRE(eventually([&] { return file_exists(node_file); }, 15s));
+    std::string node = trimmed(read_file(node_file));
+    REQUIRE(node.rfind(path + "/leases/", 0) == 0);
+    REQUIRE(observer.exists(node).exists);
+    observer.remove(node);
+    CHECK(zklock.wait() == exit_lost);
+    CHECK(trimmed(read_file(marker)) == "term");
+    CHECK(zklock.error_output().find("lost the lease") != std::string::npos);
+    CHECK(zklock.error_output().find(path) != std::string::npos);
+}
+
+TEST_CASE("zklock status on a semaphore path lists its leases, with owner and session, N of MAX with --max", "[zklock]") {
+    scratch_dir dir;
+    std::string connect = test_connect_string();
+    std::string path = unique_path("zklock-max-status");
+    zkr::client observer(test_options(connect));
+    zklock_process first(run_args(path, holding_command(dir, "first"), {"--max", "2"}), dir);
+    std::string first_node = started_node(dir, "first");
+    zklock_process second(run_args(path, holding_command(dir, "second"), {"--max", "2"}), dir);
+    std::string second_node = started_node(dir, "second");
+    zklock_process third(run_args(path, holding_command(dir, "third"), {"--max", "2"}), dir);
+    require_waiting_for_lease(observer, path, third);
+    // Its lease node, made under the mutex before it counts: shown as waiting.
+    REQUIRE(eventually([&] { return leases_of(observer, path).size() == 3; }, 15s));
+    auto session_of = [&](const std::string& node) { return "0x" + hex_session(observer.exists(node).stat.ephemeral_owner); };
+
+    zklock_process status({"status", "--max", "2", "--connect", connect, path}, dir);
+    std::vector<std::string> lines;
+    while (auto line = status.read_line(10s)) lines.push_back(*line);
+    CHECK(status.wait() == 0);
+    INFO("status stderr: " << status.error_output());
+    REQUIRE(lines.size() == 5);  // summary, column names, two leases, the waiter's
+    CHECK(lines[0] == path + ": semaphore, 2 of 2 leases held, 1 waiting");
+    CHECK(lines[2].find("holds") != std::string::npos);
+    CHECK(lines[2].find(node_name(first_node)) != std::string::npos);
+    CHECK(lines[2].find(session_of(first_node)) != std::string::npos);
+    CHECK(lines[2].find("host=" + host_name() + " pid=" + std::to_string(first.pid())) != std::string::npos);
+    CHECK(lines[3].find(node_name(second_node)) != std::string::npos);
+    CHECK(lines[3].find(session_of(second_node)) != std::string::npos);
+    CHECK(lines[3].find("pid=" + std::to_string(second.pid())) != std::string::npos);
+    CHECK(lines[4].find("waits") != std::string::npos);
+    CHECK(lines[4].find("pid=" + std::to_string(third.pid())) != std::string::npos);
+    CHECK(lines[4].find("-lease-") != std::string::npos);
+
+    // Without --max: the count alone.
+    zklock_process count({"status", "--connect", connect, path}, dir);
+    auto summary = count.read_line(10s);
+    while (count.read_line(10s)) {}
+    CHECK(count.wait() == 0);
+    CHECK(summary == std::optional<std::string>(path + ": semaphore, 2 leases held, 1 waiting"));
+
+    zklock_process json({"status", "--json", "--connect", connect, path}, dir);
+    auto object = json.read_line(10s);
+    CHECK(json.wait() == 0);
+    REQUIRE(object);
+    CHECK(object->find("\"semaphore\":true,\"leases\":2,\"max\":null,\"waiting\":1") != std::string::npos);
+    CHECK(object->find("\"node\":\"" + node_name(first_node) + "\"") < object->find("\"node\":\"" + node_name(second_node) + "\""));
+    CHECK(object->find("\"pid\":" + std::to_string(second.pid())) != std::string::npos);
+    CHECK(object->find("\"holds\":false") != std::string::npos);
+
+    touch(dir / "first.go");
+    touch(dir / "second.go");
+    touch(dir / "third.go");
+    CHECK(first.wait() == 7);
+    CHECK(second.wait() == 7);
+    CHECK(third.wait() == 7);
+}
+
+TEST_CASE("zklock: a bad --max (0, negative, not a number) is a usage error naming --max", "[zklock]") {
+    scratch_dir dir;
+    std::string connect = test_connect_string();
+    for (const char* bad : {"0", "-1", "abc", "2x", ""}) {
+        INFO("--max '" << bad << "'");
+        zklock_process run({"run", "--connect", connect, "--max", bad, "/locks/a", "--", "/bin/sh", "-c",
+                            "touch " + shell_quote(dir / "ran")},
+                           dir);
+        CHECK(run.wait() == exit_usage);
+        CHECK(run.error_output().find("--max") != std::string::npos);
+        zklock_process attached({"run", "--connect", connect, std::string("--max=") + bad, "/locks/a", "--", "true"}, dir);
+        CHECK(attached.wait() == exit_usage);
+        CHECK(attached.error_output().find("--max") != std::string::npos);
+        zklock_process status({"status", "--connect", connect, "--max", bad, "/locks/a"}, dir);
+        CHECK(status.wait() == exit_usage);
+        CHECK(status.error_output().find("--max") != std::string::npos);
+    }
+    CHECK_FALSE(file_exists(dir / "ran"));
+    zklock_process shared({"run", "--connect", connect, "--shared", "--max", "2", "/locks/a", "--", "true"}, dir);
+    CHECK(shared.wait() == exit_usage);
+    CHECK(shared.error_output().find("--max") != std::string::npos);
 }

@@ -13,9 +13,9 @@ enum class exit_code : int {
     refused = 1,          ///< release-stale without --yes: it listed what it would remove, removed nothing
     usage = 64,           ///< EX_USAGE: bad arguments, lock path or connect string
     unavailable = 69,     ///< EX_UNAVAILABLE: the ensemble could not be reached, or the connection was lost
-    lock_lost = 70,       ///< run: the lock was lost while the command ran (the command was signalled)
+    lock_lost = 70,       ///< run: the lock (or lease) was lost while the command ran (the command was signalled)
     internal = 71,        ///< EX_OSERR: an operating-system or unexpected error
-    timed_out = 75,       ///< EX_TEMPFAIL: the lock was not acquired within --timeout (0: not free at once)
+    timed_out = 75,       ///< EX_TEMPFAIL: the lock (or lease) was not acquired within --timeout (0: not free at once)
     no_permission = 77,   ///< EX_NOPERM: ZooKeeper refused our credentials or access to the path
     cannot_execute = 126, ///< run: the command exists but could not be executed
     not_found = 127,      ///< run: the command was not found

@@ -19,18 +19,19 @@ namespace po = boost::program_options;
 namespace {
 
 constexpr const char* overview = R"(zklock - ZooKeeper locks for shell scripts and operators (zkr's locks, wire-compatible
-with Apache Curator's InterProcessReadWriteLock).
+with Apache Curator's InterProcessReadWriteLock, and semaphores, with InterProcessSemaphoreV2).
 
 Usage:
-  zklock run [--shared] [--timeout D] [options] PATH -- COMMAND [ARGS...]
-  zklock status [--json] [options] PATH
+  zklock run [--shared | --max N] [--timeout D] [options] PATH -- COMMAND [ARGS...]
+  zklock status [--json] [--max N] [options] PATH
   zklock watch [--json] [--count N] [options] PATH
   zklock release-stale --session ID [--yes] [options] PATH
   zklock COMMAND --help | zklock --help | zklock --version
 
 Commands:
-  run            take the lock on PATH, run COMMAND, release the lock when it exits (like flock(1))
-  status         show PATH's queue: holders first, then waiters
+  run            take the lock on PATH, run COMMAND, release the lock when it exits (like flock(1));
+                 with --max N, a lease of a semaphore of N instead: at most N run at once
+  status         show PATH's queue: holders first, then waiters; a semaphore's leases
   watch          show the queue again on every change, until interrupted
   release-stale  remove the lock nodes of one session (for operators; asks for --yes)
 )";
@@ -48,6 +49,9 @@ struct duration_value {
 };
 struct signal_value {
     int number = 0;
+};
+struct max_value {
+    int leases = 0;
 };
 
 class invalid_value : public po::error_with_option_name {
@@ -72,6 +76,16 @@ void validate(boost::any& out, const std::vector<std::string>& values, signal_va
     auto parsed = parse_signal(token);
     if (!parsed) throw invalid_value(token, "expected a signal name or number such as TERM, INT or 9");
     out = signal_value{*parsed};
+}
+
+void validate(boost::any& out, const std::vector<std::string>& values, max_value*, int) {
+    po::validators::check_first_occurrence(out);
+    const std::string& token = po::validators::get_single_string(values);
+    int leases = 0;
+    auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), leases);
+    if (token.empty() || ec != std::errc() || end != token.data() + token.size() || leases < 1)
+        throw invalid_value(token, "expected a number of leases, at least 1");
+    out = max_value{leases};
 }
 
 // --- the options of each subcommand ---
@@ -180,13 +194,17 @@ command_line parse_run(const std::vector<std::string>& all_args) {
     po::options_description own("Options", help_width, help_width / 2);
     own.add_options()
         ("shared", "take the lock shared (its read side) instead of exclusive (its write side)")
+        ("max", po::value<max_value>()->value_name("N"),
+         "take a lease of a semaphore of N instead of the lock (like consul lock -n): at most N "
+         "commands run at once; all runs on PATH must give the same N")
         ("timeout", po::value<duration_value>()->value_name("D"),
-         "give up waiting for the lock after D, counted once connected (exit 75); 0: take it only if "
-         "it is free at once, like flock -n; default: wait as long as it takes")
+         "give up waiting for the lock (or lease) after D, counted once connected (exit 75); 0: take "
+         "it only if it is free at once, like flock -n; default: wait as long as it takes")
         ("connect-timeout", po::value<duration_value>()->value_name("D")->default_value({std::chrono::seconds(15)}, "15s"),
          "give up when no connection comes within D (exit 69), whatever --timeout is")
         ("lost-signal", po::value<signal_value>()->value_name("SIG")->default_value({SIGTERM}, "TERM"),
-         "signal sent to COMMAND's process group when the lock is lost while it runs, or zklock ends before it")
+         "signal sent to COMMAND's process group when the lock (or lease) is lost while it runs, or zklock "
+         "ends before it")
         ("grace", po::value<duration_value>()->value_name("D")->default_value({std::chrono::seconds(10)}, "10s"),
          "then SIGKILL after D to what is still running");
     auto connection = connection_description();
@@ -210,6 +228,12 @@ command_line parse_run(const std::vector<std::string>& all_args) {
                 "status (128+N if it died of signal N). COMMAND's environment gets ZKLOCK_PATH, ZKLOCK_NODE\n"
                 "(our lock node) and ZKLOCK_FENCING_TOKEN (its czxid: ensemble-wide and increasing).\n"
                 "\n"
+                "With --max N it takes a lease of a semaphore of N on PATH instead (a zkr::semaphore,\n"
+                "wire-compatible with Curator's InterProcessSemaphoreV2: PATH/locks, PATH/leases), like\n"
+                "consul lock -n: at most N commands run at once. ZKLOCK_NODE is then our lease node.\n"
+                "Everything below holds for the lease as for the lock: --timeout, signals, and a lease\n"
+                "lost (its session ended, or its node was deleted) ends COMMAND and exits 70.\n"
+                "\n"
                 "COMMAND runs in a process group of its own, which gets every signal that would end zklock\n"
                 "(SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF, SIGIO,\n"
                 "SIGPWR, SIGSTKFLT, the real-time signals; Ctrl-C and Ctrl-\\ at a terminal too). While\n"
@@ -217,13 +241,13 @@ command_line parse_run(const std::vector<std::string>& all_args) {
                 "left) and zklock exits 128+N. Ctrl-Z stops COMMAND's group and zklock, and fg continues\n"
                 "both, as with any job; a COMMAND that reads the terminal is given it.\n"
                 "\n"
-                "If the lock is lost while COMMAND runs (the session expired), its group gets --lost-signal,\n"
-                "then SIGKILL after --grace, and zklock exits 70. If zklock itself ends while COMMAND runs\n"
-                "(kill -9, the OOM killer, a crash, SIGPIPE), a watchdog process does the same, so that\n"
-                "nothing runs on without the lock. Not covered: a zklock frozen or stopped (SIGSTOP) for\n"
-                "longer than its session timeout, its command running on meanwhile; and processes that\n"
-                "leave the group (setsid, setpgid: daemons, interactive shells). What COMMAND leaves\n"
-                "running in the group when it exits runs on, without the lock.",
+                "If the lock is lost while COMMAND runs (the session expired, or its node was deleted), its\n"
+                "group gets --lost-signal, then SIGKILL after --grace, and zklock exits 70. If zklock itself\n"
+                "ends while COMMAND runs (kill -9, the OOM killer, a crash, SIGPIPE), a watchdog process\n"
+                "does the same, so that nothing runs on without the lock. Not covered: a zklock frozen or\n"
+                "stopped (SIGSTOP) for longer than its session timeout, its command running on meanwhile;\n"
+                "and processes that leave the group (setsid, setpgid: daemons, interactive shells). What\n"
+                "COMMAND leaves running in the group when it exits runs on, without the lock.",
                 {&own, &connection})};
     }
     run_options o;
@@ -236,6 +260,10 @@ command_line parse_run(const std::vector<std::string>& all_args) {
         throw failure(exit_code::usage, "run: no COMMAND given after \"--\" (see 'zklock run --help')");
     o.connection = connection_from("run", parsed.values);
     o.shared = parsed.values.count("shared") > 0;
+    if (parsed.values.count("max")) o.max_leases = parsed.values["max"].as<max_value>().leases;
+    // A semaphore has no read side: --shared would be silently ignored.
+    if (o.shared && o.max_leases)
+        throw failure(exit_code::usage, "run: --shared and --max do not go together (see 'zklock run --help')");
     if (parsed.values.count("timeout")) o.timeout = parsed.values["timeout"].as<duration_value>().value;
     o.connect_timeout = parsed.values["connect-timeout"].as<duration_value>().value;
     o.lost_signal = parsed.values["lost-signal"].as<signal_value>().number;
@@ -251,7 +279,10 @@ po::options_description path_only() {
 
 command_line parse_status(const std::vector<std::string>& args) {
     auto own = timeout_option("give up after D when the ensemble does not answer (exit 69)");
-    own.add_options()("json", "print one JSON object: {\"path\": ..., \"nodes\": [...]}");
+    own.add_options()
+        ("json", "print one JSON object: {\"path\": ..., \"nodes\": [...]}")
+        ("max", po::value<max_value>()->value_name("N"),
+         "for a semaphore: its maximum, to show \"K of N leases held\" (the nodes do not record it)");
     auto connection = connection_description();
     po::options_description visible;
     visible.add(own).add(connection);
@@ -266,6 +297,12 @@ command_line parse_status(const std::vector<std::string>& args) {
             "node data, quoted), session id (the node's ephemeral owner) and age. Reads zkr's, Curator's\n"
             "(InterProcessMutex, InterProcessReadWriteLock) and kazoo's (Lock, ReadLock, WriteLock) nodes.\n"
             "\n"
+            "A semaphore's PATH (one with a \"leases\" child: 'zklock run --max', zkr::semaphore,\n"
+            "Curator's InterProcessSemaphoreV2) shows its leases instead: each lease node with its\n"
+            "state, sequence, owner, session and age, how many are held (\"K of N leases held\" with\n"
+            "--max N), and how many runs wait in the queue of its mutex PATH/locks. The one holding that\n"
+            "mutex has made its lease node before counting: while it waits, that node \"waits\".\n"
+            "\n"
             "Text from ZooKeeper (node data, owner fields, node names) is escaped, so that each node\n"
             "takes one line and nothing in it acts on the terminal: \\\" and \\\\ for a quote and a\n"
             "backslash, \\n \\r \\t, and \\xNN for each byte of a control character (C0, DEL, C1,\n"
@@ -277,6 +314,7 @@ command_line parse_status(const std::vector<std::string>& args) {
     o.path = required_path("status", parsed.values);
     o.connection = connection_from("status", parsed.values);
     o.json = parsed.values.count("json") > 0;
+    if (parsed.values.count("max")) o.max_leases = parsed.values["max"].as<max_value>().leases;
     o.timeout = parsed.values["timeout"].as<duration_value>().value;
     return o;
 }

@@ -25,6 +25,7 @@ struct run_options {
     std::string path;
     std::vector<std::string> command;          ///< argv of the command, [0] the program
     bool shared = false;
+    std::optional<int> max_leases;             ///< --max: a lease of a semaphore of this many, not the lock
     std::optional<std::chrono::milliseconds> timeout;  ///< none: wait as long as it takes
     std::chrono::milliseconds connect_timeout{15'000};
     int lost_signal = 15;                      ///< SIGTERM
@@ -35,6 +36,7 @@ struct status_options {
     connection_options connection;
     std::string path;
     bool json = false;
+    std::optional<int> max_leases;             ///< --max: the semaphore's maximum, for "N of MAX"
     std::chrono::milliseconds timeout{15'000};
 };
 

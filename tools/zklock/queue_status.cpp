@@ -1,5 +1,6 @@
 #include "queue_status.hpp"
 
+#include "node_reading.hpp"
 #include "session.hpp"
 
 #include <zkr/path.hpp>
@@ -28,34 +29,18 @@ std::vector<lock_node_name> lock_nodes_in_order(const std::vector<std::string>& 
 // Reads every node at once (one round trip for the lot); nodes gone meanwhile are left out.
 std::vector<queue_entry> read_entries(zkr::client& client, event_loop& loop, const std::string& path,
                                       std::vector<lock_node_name> nodes, steady_time deadline) {
-    std::vector<std::shared_ptr<outcome<zkr::data_result>>> reads;
-    for (const auto& node : nodes) {
-        reads.push_back(std::make_shared<outcome<zkr::data_result>>());
-        client.async_get_data(zkr::join_path(path, node.name), loop.completion(reads.back()));
-    }
+    std::vector<std::string> node_paths;
+    for (const auto& node : nodes) node_paths.push_back(zkr::join_path(path, node.name));
+    auto readings = read_nodes(client, loop, node_paths, deadline);
     std::vector<queue_entry> entries;
     for (std::size_t i = 0; i < nodes.size(); ++i) {
-        std::string node_path = zkr::join_path(path, nodes[i].name);
-        auto& read = await(loop, reads[i], deadline, "reading " + node_path);
-        if (read.error == zkr::errc::no_node) continue;
+        if (!readings[i]) continue;
         queue_entry entry;
         entry.name = std::move(nodes[i]);
-        if (read.error == zkr::errc::no_auth) {
-            // Its ACL hides the data, not the stat: exists() needs no permission.
-            entry.data_error = read.error;
-            auto stat = std::make_shared<outcome<zkr::exists_result>>();
-            client.async_exists(node_path, loop.completion(stat));
-            auto& found = await(loop, stat, deadline, "reading " + node_path);
-            if (found.error) fail_with(found.error, "reading " + node_path);
-            if (!found.value.exists) continue;
-            entry.stat = found.value.stat;
-        } else if (read.error) {
-            fail_with(read.error, "reading " + node_path);
-        } else {
-            entry.data = std::move(read.value.data);
-            entry.stat = read.value.stat;
-            entry.owner = parse_zkr_owner(entry.data);
-        }
+        entry.data = std::move(readings[i]->data);
+        entry.owner = std::move(readings[i]->owner);
+        entry.stat = readings[i]->stat;
+        entry.data_error = readings[i]->data_error;
         entries.push_back(std::move(entry));
     }
     return entries;

@@ -1,12 +1,15 @@
-// zklock run: take the lock, run the command, release the lock when it exits (like flock(1)).
+// zklock run: take the lock (or with --max a semaphore lease), run the command, release it when
+// it exits (like flock(1); with --max like consul lock -n).
 #include "command_process.hpp"
 #include "commands.hpp"
 #include "duration.hpp"
 #include "event_loop.hpp"
+#include "run_hold.hpp"
 #include "session.hpp"
 #include "signals.hpp"
 
 #include <zkr/lock_hold.hpp>
+#include <zkr/semaphore.hpp>
 #include <zkr/shared_mutex.hpp>
 
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -14,6 +17,8 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <iostream>
+#include <optional>
+#include <vector>
 
 namespace zklock {
 namespace asio = boost::asio;
@@ -33,55 +38,16 @@ std::string describe_command(const run_options& o) {
 
 const char* side(const run_options& o) { return o.shared ? "shared" : "exclusive"; }
 
-// What run holds: an async hold (zkr::lock_hold), or with --timeout 0 the main thread's hold
-// of one try_lock round (zkr has no async form of try-once).
-class held_lock {
-public:
-    explicit held_lock(zkr::lock_hold hold) : hold_(std::move(hold)) {}
-    explicit held_lock(zkr::lock_view& thread_side) : thread_side_(&thread_side) {}
-
-    std::string node_path() const { return thread_side_ ? thread_side_->node_path() : hold_.node_path(); }
-    std::int64_t fencing_token() const { return thread_side_ ? thread_side_->fencing_token() : hold_.fencing_token(); }
-    zkr::lock_state state() const { return thread_side_ ? thread_side_->state() : hold_.state(); }
-
-    template <class Handler>
-    void async_wait_lost(Handler&& handler) {
-        if (thread_side_) thread_side_->async_wait_lost(std::forward<Handler>(handler));
-        else hold_.async_wait_lost(std::forward<Handler>(handler));
-    }
-
-    /// Releases the lock and waits (until `deadline`) for the server to have the node gone, so
-    /// that the next holder can go.
-    void release(zkr::client& client, event_loop& loop, steady_time deadline) {
-        if (thread_side_) {
-            std::string node = thread_side_->node_path();
-            thread_side_->unlock();
-            thread_side_ = nullptr;
-            // The delete unlock() sent is ordered before anything this client sends next: once
-            // this read is answered, the node is gone.
-            auto read = std::make_shared<outcome<zkr::exists_result>>();
-            client.async_exists(node, loop.completion(read));
-            loop.run_until([&] { return read->done; }, deadline);
-            return;
-        }
-        auto released = std::make_shared<outcome<no_value>>();
-        hold_.async_unlock(loop.completion(released));
-        loop.run_until([&] { return released->done; }, deadline);
-    }
-
-private:
-    zkr::lock_hold hold_;
-    zkr::lock_view* thread_side_ = nullptr;
-};
-
-// Waits for the lock until `deadline` (none: as long as it takes). A signal or the deadline
-// cancels the acquisition: zkr removes our node and its watch.
-held_lock acquire(event_loop& loop, zkr::lock_view& lock, const run_options& o, std::optional<steady_time> deadline) {
+// Waits for the hold until `deadline` (none: as long as it takes). `start(handler)` starts zkr's
+// async acquisition, which completes with a Value that `make` turns into the hold. A signal or
+// the deadline cancels the acquisition: zkr removes our node and its watch.
+template <class Value, class Start, class Make>
+run_hold acquire(event_loop& loop, const std::string& waiting, const run_options& o, std::optional<steady_time> deadline,
+                 Start start, Make make) {
     asio::cancellation_signal cancel;
-    auto acquired = std::make_shared<outcome<zkr::lock_hold>>();
-    lock.async_lock(asio::bind_cancellation_slot(cancel.slot(), loop.completion(acquired)));
+    auto acquired = std::make_shared<outcome<Value>>();
+    start(asio::bind_cancellation_slot(cancel.slot(), loop.completion(acquired)));
 
-    std::string waiting = "waiting for the " + std::string(side(o)) + " lock on " + o.path;
     auto woke = loop.run_until([&] { return acquired->done; }, deadline);
     std::optional<received_signal> interrupted;
     if (woke == event_loop::wake::signal) interrupted = loop.take_signal();
@@ -91,18 +57,41 @@ held_lock acquire(event_loop& loop, zkr::lock_view& lock, const run_options& o, 
         loop.run_until([&] { return acquired->done; }, steady_clock::now() + settle_time);
     }
     if (interrupted) {
-        // The lock may have come just before the cancellation: the hold releases it on return.
+        // The hold may have come just before the cancellation: it is released on return.
         throw failure(signal_exit_status(interrupted->number), waiting + ": interrupted by " + signal_name(interrupted->number));
     }
-    if (acquired->done && !acquired->error) return held_lock(std::move(acquired->value));  // came just in time
+    if (acquired->done && !acquired->error) return make(std::move(acquired->value));  // came just in time
     if (woke == event_loop::wake::deadline)
         throw failure(exit_code::timed_out, "timed out after " + format_duration(*o.timeout) + " " + waiting);
     fail_with(acquired->error, waiting);
 }
 
+run_hold acquire_lock(event_loop& loop, zkr::lock_view& lock, const run_options& o, std::optional<steady_time> deadline) {
+    return acquire<zkr::lock_hold>(
+        loop, "waiting for the " + std::string(side(o)) + " lock on " + o.path, o, deadline,
+        [&lock](auto handler) { lock.async_lock(std::move(handler)); },
+        [](zkr::lock_hold hold) { return run_hold(std::move(hold)); });
+}
+
+run_hold acquire_lease(event_loop& loop, zkr::semaphore& semaphore, const run_options& o, std::optional<steady_time> deadline) {
+    return acquire<std::vector<zkr::lease>>(
+        loop, "waiting for a lease of " + o.path + " (--max " + std::to_string(*o.max_leases) + ")", o, deadline,
+        [&semaphore](auto handler) { semaphore.async_acquire(1, std::move(handler)); },
+        [](std::vector<zkr::lease> leases) { return run_hold(std::move(leases.front())); });
+}
+
+// A signal that came while the main thread blocked in a try: acted on right after.
+void check_interrupted(zkr::client& client, event_loop& loop, run_hold& hold, const std::string& trying) {
+    loop.context().poll();
+    if (auto interrupted = loop.take_signal()) {
+        hold.release(client, loop, steady_clock::now() + settle_time);
+        throw failure(signal_exit_status(interrupted->number), trying + ": interrupted by " + signal_name(interrupted->number));
+    }
+}
+
 // --timeout 0: one round, as flock -n. The main thread blocks for it (a few round trips);
 // a signal that comes meanwhile is acted on right after.
-held_lock try_once(zkr::client& client, event_loop& loop, zkr::lock_view& lock, const run_options& o) {
+run_hold try_lock_once(zkr::client& client, event_loop& loop, zkr::lock_view& lock, const run_options& o) {
     std::string trying = "taking the " + std::string(side(o)) + " lock on " + o.path;
     zkr::error_code ec;
     bool taken = lock.try_lock(ec);
@@ -110,18 +99,30 @@ held_lock try_once(zkr::client& client, event_loop& loop, zkr::lock_view& lock, 
     if (!taken)
         throw failure(exit_code::timed_out,
                       "the " + std::string(side(o)) + " lock on " + o.path + " is held by another (--timeout 0: no waiting)");
-    held_lock hold(lock);
-    loop.context().poll();
-    if (auto interrupted = loop.take_signal()) {
-        hold.release(client, loop, steady_clock::now() + settle_time);
-        throw failure(signal_exit_status(interrupted->number), trying + ": interrupted by " + signal_name(interrupted->number));
+    run_hold hold(lock);
+    check_interrupted(client, loop, hold, trying);
+    return hold;
+}
+
+// --timeout 0 with --max: one round (zkr has no async form of try-once either).
+run_hold try_lease_once(zkr::client& client, event_loop& loop, zkr::semaphore& semaphore, const run_options& o) {
+    std::string trying = "taking a lease of " + o.path;
+    auto lease = semaphore.try_acquire();
+    if (!lease) {
+        // zkr reports connection trouble as "no lease" too: tell the two apart as the lock does.
+        if (!client.is_connected())
+            throw failure(exit_code::unavailable, trying + ": the connection to the ensemble was lost");
+        throw failure(exit_code::timed_out, "no lease of " + o.path + " is free (--max " + std::to_string(*o.max_leases) +
+                                                ": all held, or another run is taking one; --timeout 0: no waiting)");
     }
+    run_hold hold(std::move(*lease));
+    check_interrupted(client, loop, hold, trying);
     return hold;
 }
 
 // Runs the command while the hold lasts; returns once it has exited and been reaped.
 // True if the lock was lost meanwhile (the command was then told with --lost-signal).
-bool supervise(event_loop& loop, held_lock& hold, command_process& command, const run_options& o) {
+bool supervise(event_loop& loop, run_hold& hold, command_process& command, const run_options& o) {
     auto lost = std::make_shared<outcome<no_value>>();
     hold.async_wait_lost(loop.completion(lost));
     bool lost_handled = false;
@@ -139,8 +140,9 @@ bool supervise(event_loop& loop, held_lock& hold, command_process& command, cons
         if (lost->done && !lost_handled) {
             lost_handled = true;
             if (lost->error != zkr::errc::lock_lost) continue;  // released first: cannot be while it runs
-            std::cerr << "zklock: lost the lock on " << o.path << " (its ZooKeeper session ended) while '"
-                      << describe_command(o) << "' ran: sending its process group " << signal_name(o.lost_signal) << ", SIGKILL in "
+            std::cerr << "zklock: lost the " << hold.kind() << " on " << o.path
+                      << " (its ZooKeeper session ended, or its node was deleted) while '" << describe_command(o)
+                      << "' ran: sending its process group " << signal_name(o.lost_signal) << ", SIGKILL in "
                       << format_duration(o.grace) << std::endl;
             command.signal(o.lost_signal);
             command.signal(SIGCONT);  // a stopped command must be able to act on it
@@ -162,22 +164,41 @@ int run_command(const run_options& o) {
     event_loop loop;
     auto client = connect(loop, o.connection, o.connect_timeout);
 
-    zkr::shared_mutex lock(*client, o.path);
-    zkr::lock_view& side = o.shared ? lock.read_lock() : lock.write_lock();
-    // --timeout is the wait for the lock, counted once connected; 0 is no wait at all.
+    // --timeout is the wait for the lock or lease, counted once connected; 0 is no wait at all.
     std::optional<steady_time> deadline;
     if (o.timeout) deadline = steady_clock::now() + *o.timeout;
-    held_lock hold = o.timeout && o.timeout->count() == 0 ? try_once(*client, loop, side, o) : acquire(loop, side, o, deadline);
+    bool once = o.timeout && o.timeout->count() == 0;
+    // Both declared before the hold: it releases through them.
+    std::optional<zkr::shared_mutex> lock;
+    std::optional<zkr::semaphore> semaphore;
+    auto hold = [&] {
+        if (o.max_leases) {
+            semaphore.emplace(*client, o.path, *o.max_leases);
+            return once ? try_lease_once(*client, loop, *semaphore, o) : acquire_lease(loop, *semaphore, o, deadline);
+        }
+        lock.emplace(*client, o.path);
+        zkr::lock_view& side = o.shared ? lock->read_lock() : lock->write_lock();
+        return once ? try_lock_once(*client, loop, side, o) : acquire_lock(loop, side, o, deadline);
+    }();
+    std::string lost_before =
+        "lost the " + std::string(hold.kind()) + " on " + o.path + " before '" + describe_command(o) + "' started";
+    std::int64_t token = 0;
+    try {
+        token = hold.fencing_token();
+    } catch (const zkr::system_error& e) {
+        // A lease's czxid is read after its making: a lease gone meanwhile has none.
+        if (e.code() == zkr::errc::lock_lost) throw failure(exit_code::lock_lost, lost_before);
+        throw;
+    }
     if (o.connection.verbose)
-        std::cerr << "zklock: holding " << hold.node_path() << " (fencing token " << hold.fencing_token() << ")" << std::endl;
-    if (hold.state() == zkr::lock_state::lost)
-        throw failure(exit_code::lock_lost, "lost the lock on " + o.path + " before '" + describe_command(o) + "' started");
+        std::cerr << "zklock: holding " << hold.node_path() << " (fencing token " << token << ")" << std::endl;
+    if (hold.state() == zkr::lock_state::lost) throw failure(exit_code::lock_lost, lost_before);
 
     command_process command({.program = program,
                              .argv = o.command,
                              .environment = {{"ZKLOCK_PATH", o.path},
                                              {"ZKLOCK_NODE", hold.node_path()},
-                                             {"ZKLOCK_FENCING_TOKEN", std::to_string(hold.fencing_token())}},
+                                             {"ZKLOCK_FENCING_TOKEN", std::to_string(token)}},
                              .end_signal = o.lost_signal,
                              .grace = o.grace,
                              .description = describe_command(o),
@@ -185,8 +206,8 @@ int run_command(const run_options& o) {
     bool lost = supervise(loop, hold, command, o);
     command.dismiss_watchdog();
     if (lost)
-        throw failure(exit_code::lock_lost,
-                      "the lock on " + o.path + " was lost while '" + describe_command(o) + "' ran; it " + command.describe_exit());
+        throw failure(exit_code::lock_lost, "the " + std::string(hold.kind()) + " on " + o.path + " was lost while '" +
+                                                describe_command(o) + "' ran; it " + command.describe_exit());
 
     hold.release(*client, loop, steady_clock::now() + settle_time);
     return command.exit_status();

@@ -7,10 +7,12 @@
 namespace zklock {
 namespace {
 
-std::int64_t age_ms(const queue_snapshot& snapshot, const queue_entry& entry) {
+std::int64_t age_ms(std::int64_t taken_at_ms, const zkr::stat& stat) {
     // Server and local clocks may disagree a little: never a negative age.
-    return std::max<std::int64_t>(0, snapshot.taken_at_ms - entry.stat.ctime);
+    return std::max<std::int64_t>(0, taken_at_ms - stat.ctime);
 }
+
+std::int64_t age_ms(const queue_snapshot& snapshot, const queue_entry& entry) { return age_ms(snapshot.taken_at_ms, entry.stat); }
 
 std::string format_age(std::int64_t ms) {
     char text[32];
@@ -99,11 +101,45 @@ std::size_t display_width(std::string_view text) {
     return static_cast<std::size_t>(std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xc0) != 0x80; }));
 }
 
-std::string owner_text(const queue_entry& e) {
+template <class Node>  // a queue_entry or a node_reading: the same fields
+std::string owner_text(const Node& e) {
     if (e.data_error) return "(data unreadable: " + escaped(e.data_error.message()) + ")";
     if (!e.owner) return "data \"" + escaped(e.data) + "\"";
     return "host=" + escaped(e.owner->host) + " pid=" + std::to_string(e.owner->pid) +
            " thread=" + std::to_string(e.owner->thread) + (e.owner->async ? " async" : "");
+}
+
+// Rows as a table: columns as wide as their widest cell, two spaces in front.
+void print_table(std::ostringstream& out, const std::vector<std::vector<std::string>>& rows) {
+    std::vector<std::size_t> widths(rows.front().size(), 0);
+    for (const auto& row : rows) {
+        for (std::size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], display_width(row[c]));
+    }
+    for (const auto& row : rows) {
+        out << " ";
+        for (std::size_t c = 0; c < row.size(); ++c) {
+            out << " " << row[c];
+            if (c + 1 < row.size()) out << std::string(widths[c] - display_width(row[c]), ' ');
+        }
+        out << "\n";
+    }
+}
+
+std::size_t count_held(const semaphore_snapshot& s) {
+    return static_cast<std::size_t>(std::count_if(s.leases.begin(), s.leases.end(), [](const lease_entry& e) { return e.holds; }));
+}
+
+template <class Node>
+void print_owner_json(std::ostringstream& out, const Node& e) {
+    out << ",\"owner\":";
+    if (e.owner) {
+        out << "{\"host\":" << json_string(e.owner->host) << ",\"pid\":" << e.owner->pid
+            << ",\"thread\":" << e.owner->thread << ",\"async\":" << (e.owner->async ? "true" : "false") << "}";
+    } else {
+        out << "null";
+    }
+    if (e.data_error) out << ",\"data\":null,\"data_error\":" << json_string(e.data_error.message());
+    else out << ",\"data\":" << json_string(e.data);
 }
 
 const char* role_name(lock_role r) { return r == lock_role::reader ? "reader" : "writer"; }
@@ -189,18 +225,7 @@ std::string format_text(const queue_snapshot& s) {
         rows.push_back({e.holds ? "holds" : "waits", role_name(e.name.role), std::to_string(e.name.sequence),
                         format_session_id(e.stat.ephemeral_owner), format_age(age_ms(s, e)), owner_text(e), escaped(e.name.name)});
     }
-    std::vector<std::size_t> widths(rows.front().size(), 0);
-    for (const auto& row : rows) {
-        for (std::size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], display_width(row[c]));
-    }
-    for (const auto& row : rows) {
-        out << " ";
-        for (std::size_t c = 0; c < row.size(); ++c) {
-            out << " " << row[c];
-            if (c + 1 < row.size()) out << std::string(widths[c] - display_width(row[c]), ' ');
-        }
-        out << "\n";
-    }
+    print_table(out, rows);
     if (auto recipes = recipes_present(s); recipes.size() > 1) {
         // Each recipe sees only its own nodes: these are separate locks, all "held" at once.
         out << "  note: nodes of " << recipes.size() << " lock recipes on this path (";
@@ -228,15 +253,53 @@ std::string format_json(const queue_snapshot& s) {
             << ",\"session\":\"" << format_session_id(e.stat.ephemeral_owner) << "\""
             << ",\"czxid\":" << e.stat.czxid
             << ",\"ctime_ms\":" << e.stat.ctime
-            << ",\"age_ms\":" << age_ms(s, e) << ",\"owner\":";
-        if (e.owner) {
-            out << "{\"host\":" << json_string(e.owner->host) << ",\"pid\":" << e.owner->pid
-                << ",\"thread\":" << e.owner->thread << ",\"async\":" << (e.owner->async ? "true" : "false") << "}";
-        } else {
-            out << "null";
+            << ",\"age_ms\":" << age_ms(s, e);
+        print_owner_json(out, e);
+        out << "}";
+    }
+    out << "]}";
+    return out.str();
+}
+
+std::string format_text(const semaphore_snapshot& s) {
+    std::ostringstream out;
+    std::size_t held = count_held(s);
+    out << escaped(s.path) << ": semaphore, ";
+    if (s.max_leases) out << held << " of " << *s.max_leases << " leases held";
+    else out << held << (held == 1 ? " lease held" : " leases held");
+    out << ", " << s.waiting << " waiting";
+    if (s.other_children > 0) out << " (" << s.other_children << " other children ignored)";
+    out << "\n";
+    if (!s.leases.empty()) {
+        std::vector<std::vector<std::string>> rows{{"STATE", "SEQUENCE", "SESSION", "AGE", "OWNER", "NODE"}};
+        for (const auto& e : s.leases) {
+            rows.push_back({e.holds ? "holds" : "waits", std::to_string(e.sequence),
+                            format_session_id(e.node.stat.ephemeral_owner),
+                            format_age(age_ms(s.taken_at_ms, e.node.stat)), owner_text(e.node), escaped(e.name)});
         }
-        if (e.data_error) out << ",\"data\":null,\"data_error\":" << json_string(e.data_error.message());
-        else out << ",\"data\":" << json_string(e.data);
+        print_table(out, rows);
+    }
+    if (s.max_leases && held > static_cast<std::size_t>(*s.max_leases)) {
+        // The maximum is each participant's own: one that uses a larger one lets more in.
+        out << "  note: more leases than --max " << *s.max_leases << ": not every participant uses that maximum\n";
+    }
+    return out.str();
+}
+
+std::string format_json(const semaphore_snapshot& s) {
+    std::size_t held = count_held(s);
+    std::ostringstream out;
+    out << "{\"path\":" << json_string(s.path) << ",\"exists\":true,\"semaphore\":true,\"leases\":" << held
+        << ",\"max\":" << (s.max_leases ? std::to_string(*s.max_leases) : "null") << ",\"waiting\":" << s.waiting
+        << ",\"nodes\":[";
+    for (std::size_t i = 0; i < s.leases.size(); ++i) {
+        const auto& e = s.leases[i];
+        out << (i ? "," : "") << "{\"node\":" << json_string(e.name) << ",\"sequence\":" << e.sequence
+            << ",\"holds\":" << (e.holds ? "true" : "false")
+            << ",\"session\":\"" << format_session_id(e.node.stat.ephemeral_owner) << "\""
+            << ",\"czxid\":" << e.node.stat.czxid << ",\"ctime_ms\":" << e.node.stat.ctime
+            << ",\"age_ms\":" << age_ms(s.taken_at_ms, e.node.stat);
+        print_owner_json(out, e.node);
         out << "}";
     }
     out << "]}";

@@ -1,7 +1,8 @@
-// A lock queue shown to people (a table) or to programs (JSON).
+// A lock queue, or a semaphore's leases, shown to people (a table) or to programs (JSON).
 #pragma once
 
 #include "queue_status.hpp"
+#include "semaphore_status.hpp"
 
 #include <string>
 
@@ -14,6 +15,15 @@ std::string format_text(const queue_snapshot& snapshot);
 
 /// One JSON object on one line: {"path", "exists", "holders", "waiters", "recipes", "nodes": [...]}.
 std::string format_json(const queue_snapshot& snapshot);
+
+/// "PATH: semaphore, K of N leases held, W waiting" (K leases held without --max), then one row
+/// per lease node: state (holds, or waits: made by the waiting acquirer), sequence, session,
+/// age, owner, node.
+std::string format_text(const semaphore_snapshot& snapshot);
+
+/// One JSON object on one line: {"path", "exists", "semaphore": true, "leases", "max", "waiting",
+/// "nodes": [...]}.
+std::string format_json(const semaphore_snapshot& snapshot);
 
 /// "0x1000a3b2c0004": session ids as ZooKeeper prints them.
 std::string format_session_id(std::int64_t session);
