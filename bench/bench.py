@@ -712,9 +712,9 @@ def recipe_table(cases, med, s, rtt):
     rows = [c for c in cases if is_recipe(c) and med[s].get(c["id"])]
     if not rows:
         return []
-    lines = ["| recipe | contender | hand-offs / cycles/s | p50 ms | p50 in RTTs | p99 ms | server requests / cycle "
-             "| CPU ms / 1000 | peak RSS MB | zkr vs Curator | rounds |",
-             "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    lines = ["| recipe | contender | hand-offs / cycles/s | p50 ms | p50 in RTTs | p99 ms | acquire() p50 ms (RTTs) "
+             "| server requests / cycle | CPU ms / 1000 | peak RSS MB | zkr vs Curator | rounds |",
+             "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
     for case in rows:
         m = med[s][case["id"]]
         z, c0 = m.get("zkr", {}), m.get("curator", {})
@@ -726,7 +726,7 @@ def recipe_table(cases, med, s, rtt):
         for c in case["contenders"]:
             r = m.get(c)
             if r is None:
-                lines.append("| %s | %s | failed | | | | | | | | |" % (case["title"] if first else "", LABELS[c]))
+                lines.append("| %s | %s | failed | | | | | | | | | |" % (case["title"] if first else "", LABELS[c]))
                 first = False
                 continue
             if c == "zkr":
@@ -744,9 +744,11 @@ def recipe_table(cases, med, s, rtt):
                 count = fmt(r.get("cycles_per_s"))
                 cpu = r.get("cpu_ms_per_1000")
             req = r.get("server_requests_per_cycle")
-            lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d |" % (
+            acq = r.get("acquire_p50_us")
+            acq = "" if acq is None else "%s (%s)" % (fmt(acq, 2, 1e-3), fmt_rtts(ratio(acq, rtt)))
+            lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d |" % (
                 case["title"] if first else "", ("**%s**" % LABELS[c]) if c == "zkr" else LABELS[c], count,
-                fmt(r.get(p50), 2, 1e-3), fmt_rtts(ratio(r.get(p50), rtt)), fmt(r.get(p99), 2, 1e-3),
+                fmt(r.get(p50), 2, 1e-3), fmt_rtts(ratio(r.get(p50), rtt)), fmt(r.get(p99), 2, 1e-3), acq,
                 "–" if req is None else "%.2f" % req, fmt(cpu), fmt(r.get("rss_kb"), 1, 1 / 1024), vs, r["rounds"]))
             first = False
     lines.append("")
@@ -802,6 +804,11 @@ def recipe_goals(o, cases, med, runs, s, delay):
             ratio(get(cid, "curator", "p50_us"), rtt), None, False,
             paired(runs, s, (cid, "curator", "p50_us"), rtt_den), "RTTs")
         for c in ("zkr", "curator"):
+            if get(cid, c, "acquire_p50_us") is not None:
+                add("semaphore uncontended acquire() alone, p50 of %s in RTTs" % LABELS[c],
+                    ratio(get(cid, c, "acquire_p50_us"), rtt), None, False,
+                    paired(runs, s, (cid, c, "acquire_p50_us"), rtt_den), "RTTs")
+        for c in ("zkr", "curator"):
             add("semaphore uncontended: server requests per cycle, %s" % LABELS[c],
                 get(cid, c, "server_requests_per_cycle"), None, False, None, "requests")
     cid = sem_contended_id(cases)
@@ -809,6 +816,65 @@ def recipe_goals(o, cases, med, runs, s, delay):
         add("semaphore contended (%s) leases/s vs Curator" % cid,
             ratio(get(cid, "zkr", "cycles_per_s"), get(cid, "curator", "cycles_per_s")), 2.0, True,
             paired_ratio(runs, s, cid, "curator", "cycles_per_s"))
+    return out
+
+
+RECIPE_TIMES = [  # (case id prefix, what, key): the latencies whose network round trips are counted
+    ("latch-handoff-2", "latch hand-off p50", "handoff_p50_us"),
+    ("latch-join", "latch join-to-leader p50", "p50_us"),
+    ("sem-uncontended", "semaphore uncontended acquire + release p50", "p50_us"),
+    ("sem-uncontended", "semaphore uncontended acquire() p50", "acquire_p50_us"),
+    ("sem-contended-", "semaphore contended time per lease (1 / leases/s)", "lease_us"),
+]
+
+
+def recipe_delta_round_trips(o, cases, med, runs):
+    """Network round trips on a recipe's path, counted by the delay: (t at D - t at D = 0) / (RTT at D -
+    RTT at D = 0), forceSync=no. What a time costs beyond the network (the server's write path, the
+    client's threads, a loaded machine) cancels out, as long as it does not change with D. 'paired':
+    the same within each round, median over rounds."""
+    defs = {d["name"]: d for d in o.setting_defs}
+    base = next((d["name"] for d in o.setting_defs if d["delay_ms"] == 0 and d["force_sync"] == "no"), None)
+    if base is None:
+        return []
+
+    def val(r, key):
+        if not r:
+            return None
+        if key == "lease_us":
+            return 1e6 / r["cycles_per_s"] if r.get("cycles_per_s") else None
+        return r.get(key)
+
+    def rts(t_d, t_0, rtt_d, rtt_0):
+        if None in (t_d, t_0, rtt_d, rtt_0) or rtt_d <= rtt_0:
+            return None
+        return (t_d - t_0) / (rtt_d - rtt_0)
+
+    out = []
+    for s in o.settings:
+        if defs[s]["delay_ms"] <= 0 or defs[s]["force_sync"] != "no":
+            continue
+        for prefix, what, key in RECIPE_TIMES:
+            cid = next((c["id"] for c in cases if is_recipe(c) and c["id"].startswith(prefix)), None)
+            if cid is None:
+                continue
+            for c in RECIPE_CONTENDERS:
+                m = rts(val(med.get(s, {}).get(cid, {}).get(c), key), val(med.get(base, {}).get(cid, {}).get(c), key),
+                        rtt_p50(med, s), rtt_p50(med, base))
+                if m is None:
+                    continue
+                by_round = {}
+                for r in runs:
+                    if r["result"] and r["setting"] in (s, base):
+                        by_round.setdefault(r["round"], {})[(r["setting"], r["case"], r["contender"])] = r["result"]
+                per_round = []
+                for v in by_round.values():
+                    rt_d, rt_0 = v.get((s, "rtt", "raw-sync")), v.get((base, "rtt", "raw-sync"))
+                    per_round.append(rts(val(v.get((s, cid, c)), key), val(v.get((base, cid, c)), key),
+                                         rt_d and rt_d.get("p50_us"), rt_0 and rt_0.get("p50_us")))
+                out.append({"setting": "%s vs %s" % (s, base), "goal": "%s of %s: network round trips (Δt / ΔRTT)"
+                            % (what, LABELS[c]), "ratio": m, "unit": "round trips", "target": None, "met": None,
+                            "paired": median(per_round)})
     return out
 
 
@@ -883,6 +949,8 @@ def tables(o, cases, med, goal_list, failures):
                 return "%.2f RTTs" % v
             if g.get("unit") == "requests":
                 return "%.2f" % v
+            if g.get("unit") == "round trips":
+                return "%.2f round trips" % v
             target = g["target"] or ""
             return "%.2f" % v if "=" in target and "≤" not in target and "≥" not in target else fmt_ratio(v)
 
@@ -1258,7 +1326,7 @@ def main(argv):
     machine["system_cpu_busy_median"] = median(busy)
 
     med = summarize(o, cases, runs)
-    goal_list = goals(o, med, runs) if o.mode != "smoke" else []
+    goal_list = goals(o, med, runs) + recipe_delta_round_trips(o, cases, med, runs) if o.mode != "smoke" else []
     text = tables(o, cases, med, goal_list, failures)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     doc = {"generated": datetime.datetime.now().isoformat(timespec="seconds"), "mode": o.mode, "wall_s": round(wall, 1),

@@ -722,10 +722,15 @@ int run_zkr_semaphore(const options& o, zkr::client& client) {
     const int max = o.max;
     window w = make_window(o);
     window_sampler sampler(o, w);
+    // acquire() alone (the caller waits for it; release() returns at once), per thread: (end, latency).
+    std::vector<std::vector<std::pair<clock_type::time_point, std::int64_t>>> acquires(static_cast<std::size_t>(o.threads));
     run_result r = run_threads(
         o, o.threads, [&](int i) { sems[static_cast<std::size_t>(i)] = std::make_unique<zkr::semaphore>(client, o.path, max); },
         [&](int i, std::mt19937_64&) {
+            auto a0 = clock_type::now();
             zkr::lease l = sems[static_cast<std::size_t>(i)]->acquire();
+            auto a1 = clock_type::now();
+            acquires[static_cast<std::size_t>(i)].emplace_back(a1, std::chrono::duration_cast<std::chrono::nanoseconds>(a1 - a0).count());
             int h = ++holders;
             for (int m = most.load(); h > m && !most.compare_exchange_weak(m, h);) {
             }
@@ -745,8 +750,13 @@ int run_zkr_semaphore(const options& o, zkr::client& client) {
             r.first_error = e.what();
         }
     }
+    std::vector<std::int64_t> acquire_ns;
+    for (auto& v : acquires)
+        for (auto& [end, ns] : v)
+            if (end >= w.t0 && end <= w.t1) acquire_ns.push_back(ns);
     json_line extra;
     extra.integer("max_leases", max).integer("most_held", most.load());
+    extra.num("acquire_p50_us", percentile_us(acquire_ns, 0.5)).num("acquire_p99_us", percentile_us(acquire_ns, 0.99));
     add_requests(extra, sampler.packets(), r.latencies_ns.size());
     std::string more = extra.done();
     std::cout << with_fields(finish_timed(o, r, header(o)), ", " + more.substr(1, more.size() - 2)) << std::endl;

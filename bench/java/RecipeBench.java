@@ -324,9 +324,19 @@ final class RecipeBench {
         AtomicInteger most = new AtomicInteger();
         long[] w = CuratorBench.window(o); // runThreads's window, give or take microseconds
         CpuWindow requests = new CpuWindow(w[0], w[1], o.connect);
+        // acquire() alone, per thread: latencies of the acquisitions that ended in the window.
+        CuratorBench.LongList[] acquires = new CuratorBench.LongList[o.threads];
+        for (int i = 0; i < o.threads; i++) {
+            acquires[i] = new CuratorBench.LongList();
+        }
         CuratorBench.RunResult r = CuratorBench.runThreads(o, id -> sems[id] = new InterProcessSemaphoreV2(client, o.path, o.max),
                 (id, rng) -> {
+                    long a0 = System.nanoTime();
                     Lease lease = sems[id].acquire();
+                    long a1 = System.nanoTime();
+                    if (a1 >= w[0] && a1 <= w[1]) {
+                        acquires[id].add(a1 - a0);
+                    }
                     int h = holders.incrementAndGet();
                     most.accumulateAndGet(h, Math::max);
                     if (h > o.max) {
@@ -346,8 +356,18 @@ final class RecipeBench {
         }
         String line = CuratorBench.finishTimed(o, r);
         // Append the semaphore's own fields.
+        CuratorBench.LongList all = new CuratorBench.LongList();
+        for (CuratorBench.LongList l : acquires) {
+            for (int i = 0; i < l.n; i++) {
+                all.add(l.a[i]);
+            }
+        }
+        long[] acq = Arrays.copyOf(all.a, all.n);
+        Arrays.sort(acq);
+        String acquireFields = String.format(java.util.Locale.ROOT, ", \"acquire_p50_us\": %.6g, \"acquire_p99_us\": %.6g",
+                CuratorBench.percentileUs(acq, 0.5), CuratorBench.percentileUs(acq, 0.99));
         print(line.substring(0, line.length() - 1) + ", \"max_leases\": " + o.max + ", \"most_held\": " + most.get()
-                + requestsField(requests.packets(), r.latencies.length) + "}");
+                + acquireFields + requestsField(requests.packets(), r.latencies.length) + "}");
         if (o.startAtMs == null) {
             CuratorBench.deleteQuietly(client, o.path + "/leases");
             CuratorBench.deleteQuietly(client, o.path + "/locks");
