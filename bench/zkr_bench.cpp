@@ -22,6 +22,17 @@
 //   rtt            raw drivers only: one thread sending a synchronous zoo_exists("/") after the
 //                  other (PATH is not used): one "cycle" is the round trip of one request, as the
 //                  C client sees it (the network's and the server's share of every lock operation)
+// The recipe scenarios (zkr only; Curator's side: bench/java/RecipeBench.java, same JSON):
+//   latch-handoff  rounds of --waiters zkr::leader_latch on PATH (one client): all join, every
+//                  follower's watches set, then each leader in turn is closed: close() -> the next
+//                  latch's on_leadership (hand-off figures, as RecipeBench)
+//   latch-join     one latch at a time: start() -> on_leadership; then close() and wait for the
+//                  node's deletion, so every join is uncontended
+//   sem-uncontended, sem-contended
+//                  --threads threads, each its own zkr::semaphore(PATH, --max M): acquire() +
+//                  release() per cycle; also acquire_p50_us (acquire alone), max_leases, most_held
+// latch-join and sem-* add server_requests_per_cycle: the server's mntr zk_packets_received over
+// the window / the cycles in it (every session's: meaningful while nothing else uses the server).
 // The raw drivers do uncontended, distinct and rtt only (they have no waiting).
 //
 // Options:
@@ -36,6 +47,7 @@
 //   --seed N            rw-mix: random seed                                      [1]
 //   --resolve-delay MS  raw drivers: zoo_set_servers_resolution_delay(MS) (-1: never re-resolve);
 //                       default 0, the C client's own default: re-resolve on every I/O loop turn
+//   --max M             sem-*: the semaphore's maximum                          [3]
 //
 // A cycle is acquire + release, measured from the call to acquire to the return of release. Output
 // (one line): cycles in the window, cycles_per_s, p50_us, p99_us, cpu_s (user+sys of this
