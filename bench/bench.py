@@ -55,6 +55,13 @@ TIMED_KEYS = ["driver", "scenario", "cycles", "cycles_per_s", "p50_us", "p99_us"
 RTT_CASE = dict(id="rtt", scenario="rtt", threads=1, procs=1, contenders=["raw-sync"], extra=["--resolve-delay", "-1"],
                 title="round trip of one request (synchronous exists)")
 
+# The recipe scenarios (bench/java/RecipeBench.java and zkr_bench's latch-*/sem-*): latch-handoff
+# prints its own figures (below); latch-join and sem-* the timed JSON, plus server_requests_per_cycle
+# (and max_leases, most_held for the semaphore).
+LATCH_HANDOFF_KEYS = ["driver", "scenario", "latches", "rounds", "handoffs", "handoff_p50_us", "handoff_p99_us",
+                      "handoff_max_us", "cpu_s", "rss_kb", "errors"]
+RECIPE_CONTENDERS = ["zkr", "curator"]
+
 HERD_KEYS = ["driver", "scenario", "waiters", "handoffs", "handoff_p50_us", "handoff_p99_us", "handoff_max_us",
              "handoff_first_tenth_us", "handoff_last_tenth_us", "queue_s", "chain_s", "server_watches_queued",
              "notifications_per_release", "wakeups_per_release", "rss_kb", "errors"]
@@ -86,7 +93,35 @@ def scenarios_for(mode):
     for n in herd_sizes:
         out.append(dict(id="herd-%d" % n, scenario="herd", waiters=n, threads=n + 1, procs=1, contenders=locks,
                         title="herd: %d waiters queued on 1 path" % n))
-    return out
+    return out + recipe_scenarios(mode)
+
+
+def recipe_scenarios(mode):
+    """The election and semaphore recipes, zkr vs Curator's LeaderLatch and InterProcessSemaphoreV2
+    (group id 'recipes' for --only). --smoke keeps them to a few seconds: its first setting only
+    (D = 0), zkr in each scenario, Curator in latch-handoff only (the scenario with its own JSON;
+    Curator's JVM costs a second or more per measurement)."""
+    smoke = mode == "smoke"
+    t8, m3 = (3, 2) if smoke else (8, 3)
+    both = RECIPE_CONTENDERS
+    zkr_only = ["zkr"] if smoke else RECIPE_CONTENDERS
+    return [
+        dict(id="latch-handoff-2", scenario="latch-handoff", waiters=2, threads=1, procs=1, contenders=both,
+             recipe=True, first_setting_only=smoke,
+             title="latch hand-off: 2 latches, the leader closes (close -> the other's leadership callback)"),
+        dict(id="latch-join", scenario="latch-join", threads=1, procs=1, contenders=zkr_only, recipe=True,
+             first_setting_only=smoke, title="latch join, uncontended (start -> leadership callback)"),
+        dict(id="sem-uncontended", scenario="sem-uncontended", threads=1, procs=1, contenders=zkr_only,
+             extra=["--max", "3"], recipe=True, first_setting_only=smoke,
+             title="semaphore uncontended: 1 thread, max 3 (acquire + release)"),
+        dict(id="sem-contended-%dx%d" % (t8, m3), scenario="sem-contended", threads=t8, procs=1,
+             contenders=zkr_only, extra=["--max", str(m3)], recipe=True, first_setting_only=smoke,
+             title="semaphore contended: %d threads, max %d (leases/s)" % (t8, m3)),
+    ]
+
+
+def is_recipe(case):
+    return bool(case.get("recipe"))
 
 
 # ---------------------------------------------------------------- small helpers
@@ -343,16 +378,26 @@ class Drivers:
         return {"curator": 6000, "kazoo": 3000}.get(contender, 1500)
 
 
-def validate(res, herd, smoke):
+def validate(res, herd, smoke, scenario=None):
     """Returns an error message, or None if the result is well-formed and successful."""
     if not isinstance(res, dict):
         return "output is not a JSON object"
-    for k in HERD_KEYS if herd else TIMED_KEYS:
+    keys = HERD_KEYS if herd else LATCH_HANDOFF_KEYS if scenario == "latch-handoff" else TIMED_KEYS
+    for k in keys:
         if k not in res:
             return "missing field %r" % k
     if res.get("errors") != 0:
         return "driver reported errors: %s" % res.get("error", res.get("errors"))
-    numeric = [k for k in (HERD_KEYS if herd else TIMED_KEYS) if k not in ("driver", "scenario")]
+    if scenario == "latch-handoff":
+        for k in keys[2:]:
+            v = res[k]
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0:
+                return "field %r is not a non-negative number: %r" % (k, v)
+        return None if res["handoffs"] > 0 else "no hand-off in the measured window"
+    if scenario in ("sem-uncontended", "sem-contended"):
+        if not isinstance(res.get("most_held"), int) or res["most_held"] > res.get("max_leases", 0):
+            return "most_held %r over max_leases %r" % (res.get("most_held"), res.get("max_leases"))
+    numeric = [k for k in keys if k not in ("driver", "scenario")]
     for k in numeric:
         v = res[k]
         if v is None and k in ("cpu_ms_per_1000", "wakeups_per_release"):
@@ -373,7 +418,7 @@ def run_one(drivers, case, contender, connect, path, o, timeout):
     """Runs one measurement (several processes for procs > 1). Returns (result dict or None, error)."""
     herd = case["scenario"] == "herd"
     args = []
-    if herd:
+    if herd or case["scenario"] == "latch-handoff":
         args += ["--waiters", str(case["waiters"])]
     warmup = o.jvm_warmup if contender == "curator" else o.warmup
     if not herd:
@@ -422,7 +467,7 @@ def run_one(drivers, case, contender, connect, path, o, timeout):
             if res is None:
                 error = "exit %d, no JSON line; stderr: %s" % (rc, err.strip()[-400:])
                 break
-            msg = validate(res, herd, o.mode == "smoke")
+            msg = validate(res, herd, o.mode == "smoke", case["scenario"])
             if msg is None and rc != 0:
                 msg = "exit status %d" % rc
             if msg:
@@ -470,6 +515,8 @@ def plan(o, cases):
             for case in cases:
                 if case["id"] == "herd-1000" and not (rnd < o.big_herd_rounds and s == o.settings[0]):
                     continue
+                if case.get("first_setting_only") and s != o.settings[0]:
+                    continue
                 cs = case["contenders"]
                 k = rnd % len(cs)
                 for c in cs[k:] + cs[:k]:
@@ -494,7 +541,8 @@ def summarize(o, cases, runs):
                         continue
                     v = median([r.get(k) for r in ok])
                     if v is not None:
-                        m[k] = v
+                        # latch-handoff's own "rounds" (rounds of latches) must not hide the measurement rounds
+                        m["latch_rounds" if k == "rounds" else k] = v
                 if any(r.get("patched") for r in ok):
                     m["patched"] = ok[0]["patched"]
                 med[s][case["id"]][c] = m
@@ -566,6 +614,7 @@ def goals(o, med, runs):
     for s in o.settings:
         delay = defs[s]["delay_ms"]
         ran = med.get(s, {})
+        out += recipe_goals(o, o.cases, med, runs, s, delay)
 
         def g(name, case, peer, key, target, higher=True):
             if case not in ran:
@@ -656,15 +705,190 @@ def setting_heading(o, med, s):
     return text
 
 
+def recipe_table(cases, med, s, rtt):
+    """The election and semaphore recipes of setting s: zkr beside Curator. Latch rows: the
+    latency (hand-off, join) and its speed-up over Curator (Curator's p50 / zkr's); semaphore rows:
+    cycles (leases) per second and zkr / Curator."""
+    rows = [c for c in cases if is_recipe(c) and med[s].get(c["id"])]
+    if not rows:
+        return []
+    lines = ["| recipe | contender | hand-offs / cycles/s | p50 ms | p50 in RTTs | p99 ms | acquire() p50 ms (RTTs) "
+             "| server requests / cycle | CPU ms / 1000 | peak RSS MB | zkr vs Curator | rounds |",
+             "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    for case in rows:
+        m = med[s][case["id"]]
+        z, c0 = m.get("zkr", {}), m.get("curator", {})
+        latch = case["scenario"].startswith("latch-")
+        handoff = case["scenario"] == "latch-handoff"
+        p50 = "handoff_p50_us" if handoff else "p50_us"
+        p99 = "handoff_p99_us" if handoff else "p99_us"
+        first = True
+        for c in case["contenders"]:
+            r = m.get(c)
+            if r is None:
+                lines.append("| %s | %s | failed | | | | | | | | | |" % (case["title"] if first else "", LABELS[c]))
+                first = False
+                continue
+            if c == "zkr":
+                vs = ""
+            elif latch:
+                sp = ratio(r.get(p50), z.get(p50))
+                vs = "–" if sp is None else "%.2f× faster" % sp
+            else:
+                vs = fmt_ratio(ratio(z.get("cycles_per_s"), r.get("cycles_per_s")))
+            if handoff:
+                count = "%s hand-offs" % fmt(r.get("handoffs"))
+                cpu = r.get("cpu_ms_per_handoff")
+                cpu = None if cpu is None else cpu * 1000
+            else:
+                count = fmt(r.get("cycles_per_s"))
+                cpu = r.get("cpu_ms_per_1000")
+            req = r.get("server_requests_per_cycle")
+            acq = r.get("acquire_p50_us")
+            acq = "" if acq is None else "%s (%s)" % (fmt(acq, 2, 1e-3), fmt_rtts(ratio(acq, rtt)))
+            lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d |" % (
+                case["title"] if first else "", ("**%s**" % LABELS[c]) if c == "zkr" else LABELS[c], count,
+                fmt(r.get(p50), 2, 1e-3), fmt_rtts(ratio(r.get(p50), rtt)), fmt(r.get(p99), 2, 1e-3), acq,
+                "–" if req is None else "%.2f" % req, fmt(cpu), fmt(r.get("rss_kb"), 1, 1 / 1024), vs, r["rounds"]))
+            first = False
+    lines.append("")
+    return lines
+
+
+def sem_contended_id(cases):
+    return next((c["id"] for c in cases if c["scenario"] == "sem-contended"), None)
+
+
+def recipe_goals(o, cases, med, runs, s, delay):
+    """The issue's goals for the election and semaphore recipes. Ratio targets (vs Curator) in every
+    setting; the targets in RTTs at D = 1 ms only (at D = 0 the round trip is ~0.1 ms and the
+    client's and server's CPU, not the network, make the time: the RTT count is shown, no target)."""
+    out = []
+    ran = med.get(s, {})
+    rtt = rtt_p50(med, s)
+    rtt_den = ("rtt", "raw-sync", "p50_us")
+    at_1ms = delay == 1
+
+    def get(case, c, k):
+        return ran.get(case, {}).get(c, {}).get(k)
+
+    def add(name, r, target, higher, paired_value, unit=None):
+        met = None if r is None or target is None else (r >= target if higher else r <= target)
+        g = {"setting": s, "goal": name, "ratio": r, "met": met, "paired": paired_value,
+             "target": None if target is None else ("≥ " if higher else "≤ ") + "%g" % target}
+        if unit:
+            g["unit"] = unit
+        out.append(g)
+
+    if ran.get("latch-handoff-2"):
+        cid = "latch-handoff-2"
+        add("latch hand-off p50 of zkr in RTTs", ratio(get(cid, "zkr", "handoff_p50_us"), rtt),
+            1.3 if at_1ms else None, False, paired(runs, s, (cid, "zkr", "handoff_p50_us"), rtt_den), "RTTs")
+        add("latch hand-off p50 of Curator in RTTs (for comparison)", ratio(get(cid, "curator", "handoff_p50_us"), rtt),
+            None, False, paired(runs, s, (cid, "curator", "handoff_p50_us"), rtt_den), "RTTs")
+        add("latch hand-off speed-up (Curator p50 / zkr p50)",
+            ratio(get(cid, "curator", "handoff_p50_us"), get(cid, "zkr", "handoff_p50_us")), 1.5, True,
+            paired(runs, s, (cid, "curator", "handoff_p50_us"), (cid, "zkr", "handoff_p50_us")))
+    if ran.get("latch-join"):
+        cid = "latch-join"
+        add("latch join-to-leader p50 of zkr in RTTs", ratio(get(cid, "zkr", "p50_us"), rtt), 1.0 if at_1ms else None,
+            False, paired(runs, s, (cid, "zkr", "p50_us"), rtt_den), "RTTs")
+        add("latch join-to-leader p50 of Curator in RTTs (for comparison)", ratio(get(cid, "curator", "p50_us"), rtt),
+            None, False, paired(runs, s, (cid, "curator", "p50_us"), rtt_den), "RTTs")
+    if ran.get("sem-uncontended"):
+        cid = "sem-uncontended"
+        add("semaphore uncontended acquire + release p50 of zkr in RTTs (round trips on the caller's path)",
+            ratio(get(cid, "zkr", "p50_us"), rtt), 2.0 if at_1ms else None, False,
+            paired(runs, s, (cid, "zkr", "p50_us"), rtt_den), "RTTs")
+        add("semaphore uncontended acquire + release p50 of Curator in RTTs (for comparison)",
+            ratio(get(cid, "curator", "p50_us"), rtt), None, False,
+            paired(runs, s, (cid, "curator", "p50_us"), rtt_den), "RTTs")
+        for c in ("zkr", "curator"):
+            if get(cid, c, "acquire_p50_us") is not None:
+                add("semaphore uncontended acquire() alone, p50 of %s in RTTs" % LABELS[c],
+                    ratio(get(cid, c, "acquire_p50_us"), rtt), None, False,
+                    paired(runs, s, (cid, c, "acquire_p50_us"), rtt_den), "RTTs")
+        for c in ("zkr", "curator"):
+            add("semaphore uncontended: server requests per cycle, %s" % LABELS[c],
+                get(cid, c, "server_requests_per_cycle"), None, False, None, "requests")
+    cid = sem_contended_id(cases)
+    if cid and ran.get(cid):
+        add("semaphore contended (%s) leases/s vs Curator" % cid,
+            ratio(get(cid, "zkr", "cycles_per_s"), get(cid, "curator", "cycles_per_s")), 2.0, True,
+            paired_ratio(runs, s, cid, "curator", "cycles_per_s"))
+    return out
+
+
+RECIPE_TIMES = [  # (case id prefix, what, key): the latencies whose network round trips are counted
+    ("latch-handoff-2", "latch hand-off p50", "handoff_p50_us"),
+    ("latch-join", "latch join-to-leader p50", "p50_us"),
+    ("sem-uncontended", "semaphore uncontended acquire + release p50", "p50_us"),
+    ("sem-uncontended", "semaphore uncontended acquire() p50", "acquire_p50_us"),
+    ("sem-contended-", "semaphore contended time per lease (1 / leases/s)", "lease_us"),
+]
+
+
+def recipe_delta_round_trips(o, cases, med, runs):
+    """Network round trips on a recipe's path, counted by the delay: (t at D - t at D = 0) / (RTT at D -
+    RTT at D = 0), forceSync=no. What a time costs beyond the network (the server's write path, the
+    client's threads, a loaded machine) cancels out, as long as it does not change with D. 'paired':
+    the same within each round, median over rounds."""
+    defs = {d["name"]: d for d in o.setting_defs}
+    base = next((d["name"] for d in o.setting_defs if d["delay_ms"] == 0 and d["force_sync"] == "no"), None)
+    if base is None:
+        return []
+
+    def val(r, key):
+        if not r:
+            return None
+        if key == "lease_us":
+            return 1e6 / r["cycles_per_s"] if r.get("cycles_per_s") else None
+        return r.get(key)
+
+    def rts(t_d, t_0, rtt_d, rtt_0):
+        if None in (t_d, t_0, rtt_d, rtt_0) or rtt_d <= rtt_0:
+            return None
+        return (t_d - t_0) / (rtt_d - rtt_0)
+
+    out = []
+    for s in o.settings:
+        if defs[s]["delay_ms"] <= 0 or defs[s]["force_sync"] != "no":
+            continue
+        for prefix, what, key in RECIPE_TIMES:
+            cid = next((c["id"] for c in cases if is_recipe(c) and c["id"].startswith(prefix)), None)
+            if cid is None:
+                continue
+            for c in RECIPE_CONTENDERS:
+                m = rts(val(med.get(s, {}).get(cid, {}).get(c), key), val(med.get(base, {}).get(cid, {}).get(c), key),
+                        rtt_p50(med, s), rtt_p50(med, base))
+                if m is None:
+                    continue
+                by_round = {}
+                for r in runs:
+                    if r["result"] and r["setting"] in (s, base):
+                        by_round.setdefault(r["round"], {})[(r["setting"], r["case"], r["contender"])] = r["result"]
+                per_round = []
+                for v in by_round.values():
+                    rt_d, rt_0 = v.get((s, "rtt", "raw-sync")), v.get((base, "rtt", "raw-sync"))
+                    per_round.append(rts(val(v.get((s, cid, c)), key), val(v.get((base, cid, c)), key),
+                                         rt_d and rt_d.get("p50_us"), rt_0 and rt_0.get("p50_us")))
+                out.append({"setting": "%s vs %s" % (s, base), "goal": "%s of %s: network round trips (Δt / ΔRTT)"
+                            % (what, LABELS[c]), "ratio": m, "unit": "round trips", "target": None, "met": None,
+                            "paired": median(per_round)})
+    return out
+
+
 def tables(o, cases, med, goal_list, failures):
     lines = []
     for s in o.settings:
         rtt = rtt_p50(med, s)
         lines.append(setting_heading(o, med, s))
-        lines.append("| scenario | contender | cycles/s | hand-off in RTTs | p50 ms | p99 ms | CPU ms / 1000 cycles "
-                     "| peak RSS MB | zkr/peer cycles/s | zkr/peer CPU per cycle |")
-        lines.append("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|")
-        for case in cases:
+        lock_cases = [c for c in cases if c["scenario"] != "herd" and not is_recipe(c)]
+        if lock_cases:
+            lines.append("| scenario | contender | cycles/s | hand-off in RTTs | p50 ms | p99 ms | CPU ms / 1000 cycles "
+                         "| peak RSS MB | zkr/peer cycles/s | zkr/peer CPU per cycle |")
+            lines.append("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|")
+        for case in lock_cases:
             if case["scenario"] == "herd":
                 continue
             m = med[s].get(case["id"], {})
@@ -709,6 +933,7 @@ def tables(o, cases, med, goal_list, failures):
                         fmt(r.get("queue_s"), 2), r["rounds"]))
                     first = False
             lines.append("")
+        lines += recipe_table(cases, med, s, rtt)
     if goal_list:
         lines.append("### Goals (ratios zkr / peer)\n")
         lines.append("'measured' is the ratio of the medians above (and decides 'met'); 'paired' is the median over "
@@ -722,6 +947,10 @@ def tables(o, cases, med, goal_list, failures):
                 return "–"
             if g.get("unit") == "RTTs":
                 return "%.2f RTTs" % v
+            if g.get("unit") == "requests":
+                return "%.2f" % v
+            if g.get("unit") == "round trips":
+                return "%.2f round trips" % v
             target = g["target"] or ""
             return "%.2f" % v if "=" in target and "≤" not in target and "≥" not in target else fmt_ratio(v)
 
@@ -763,8 +992,10 @@ def chart(o, cases, med, path):
         return False
     work = tempfile.mkdtemp(prefix="zkr-bench-chart-")
     try:
-        timed = [c for c in cases if c["scenario"] != "herd"]
-        shown = [c for c in CONTENDERS if any(c in case["contenders"] for case in cases)]
+        timed = [c for c in cases if c["scenario"] != "herd" and not is_recipe(c)]
+        if not timed:
+            return False
+        shown = [c for c in CONTENDERS if any(c in case["contenders"] for case in timed)]
         short = {"uncontended": "uncontended", "contended-8x1": "contend. 8x1", "contended-4x2": "contend. 4x2",
                  "distinct-16": "distinct 16", "shared-reads-8": "shared reads", "rw-mix-8": "rw mix"}
         for s in settings:
@@ -863,7 +1094,7 @@ def chart_delay(o, cases, med, path):
                         row.append("-" if v is None else "%.4f" % v)
                     f.write(" ".join(row) + "\n")
 
-        for i, case in enumerate(c for c in cases if c["scenario"] != "herd"):
+        for i, case in enumerate(c for c in cases if c["scenario"] != "herd" and not is_recipe(c)):
             shown = [c for c in CONTENDERS if c in case["contenders"]]
             write("case%d.dat" % i, shown,
                   lambda s, c, cid=case["id"]: med.get(s, {}).get(cid, {}).get(c, {}).get("cycles_per_s"))
@@ -1013,7 +1244,8 @@ def main(argv):
         cases = [c for c in cases if c["id"] != "herd-1000"]
     if o.only:
         wanted = o.only.split(",")
-        cases = [c for c in cases if c["id"] in wanted or c["scenario"] in wanted]
+        cases = [c for c in cases if c["id"] in wanted or c["scenario"] in wanted
+                 or ("recipes" if is_recipe(c) else "locks") in wanted]
     if o.contenders:
         keep = o.contenders.split(",")
         for c in cases:
@@ -1023,6 +1255,7 @@ def main(argv):
         LABELS["zkr-alt"] = o.zkr_alt_label
         for c in cases:
             c["contenders"] = ["zkr", "zkr-alt"] + [x for x in c["contenders"] if x != "zkr"]
+    o.cases = cases
     drivers = Drivers(o.bench_bin, o.java_prefix, o.zkr_alt_bin)
     os.makedirs(o.out_dir, exist_ok=True)
     started = time.time()
@@ -1069,6 +1302,8 @@ def main(argv):
             runs.append(rec)
             if res and case["scenario"] == "rtt":
                 brief = "round trip p50 %.3f ms, p99 %.3f ms" % (res["p50_us"] / 1e3, res["p99_us"] / 1e3)
+            elif res and case["scenario"] == "latch-handoff":
+                brief = "%d hand-offs, p50 %.2f ms" % (res["handoffs"], res["handoff_p50_us"] / 1e3)
             elif res and case["scenario"] == "herd":
                 brief = "hand-off p50 %.2f ms, wake-ups/release %s" % (
                     res["handoff_p50_us"] / 1e3, res["wakeups_per_release"])
@@ -1091,7 +1326,7 @@ def main(argv):
     machine["system_cpu_busy_median"] = median(busy)
 
     med = summarize(o, cases, runs)
-    goal_list = goals(o, med, runs) if o.mode != "smoke" else []
+    goal_list = goals(o, med, runs) + recipe_delta_round_trips(o, cases, med, runs) if o.mode != "smoke" else []
     text = tables(o, cases, med, goal_list, failures)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     doc = {"generated": datetime.datetime.now().isoformat(timespec="seconds"), "mode": o.mode, "wall_s": round(wall, 1),

@@ -19,6 +19,8 @@
 #   --java-dir DIR     where the Curator driver is built (default: next to zkr_bench)
 #   --out-dir DIR      where results go (default bench/results; --smoke: bench/results/smoke)
 #   --rounds N --seconds S --warmup W --settings no,yes --delays 0,0.5,1 --only SCENARIOS
+#               (scenario ids, or the groups 'locks' and 'recipes': --only recipes runs the
+#               leader latch and semaphore scenarios, zkr vs Curator)
 #   --contenders LIST
 #   --zkr-alt-bin PATH   a second zkr_bench (another build of zkr) as contender zkr-alt, for A/B
 # Environment: ZKR_BENCH_BUILD_DIR (default build-bench), ZKR_BENCH_NO_SETUP=1 (skip apt-get).

@@ -22,6 +22,17 @@
 //   rtt            raw drivers only: one thread sending a synchronous zoo_exists("/") after the
 //                  other (PATH is not used): one "cycle" is the round trip of one request, as the
 //                  C client sees it (the network's and the server's share of every lock operation)
+// The recipe scenarios (zkr only; Curator's side: bench/java/RecipeBench.java, same JSON):
+//   latch-handoff  rounds of --waiters zkr::leader_latch on PATH (one client): all join, every
+//                  follower's watches set, then each leader in turn is closed: close() -> the next
+//                  latch's on_leadership (hand-off figures, as RecipeBench)
+//   latch-join     one latch at a time: start() -> on_leadership; then close() and wait for the
+//                  node's deletion, so every join is uncontended
+//   sem-uncontended, sem-contended
+//                  --threads threads, each its own zkr::semaphore(PATH, --max M): acquire() +
+//                  release() per cycle; also acquire_p50_us (acquire alone), max_leases, most_held
+// latch-join and sem-* add server_requests_per_cycle: the server's mntr zk_packets_received over
+// the window / the cycles in it (every session's: meaningful while nothing else uses the server).
 // The raw drivers do uncontended, distinct and rtt only (they have no waiting).
 //
 // Options:
@@ -36,6 +47,7 @@
 //   --seed N            rw-mix: random seed                                      [1]
 //   --resolve-delay MS  raw drivers: zoo_set_servers_resolution_delay(MS) (-1: never re-resolve);
 //                       default 0, the C client's own default: re-resolve on every I/O loop turn
+//   --max M             sem-*: the semaphore's maximum                          [3]
 //
 // A cycle is acquire + release, measured from the call to acquire to the return of release. Output
 // (one line): cycles in the window, cycles_per_s, p50_us, p99_us, cpu_s (user+sys of this
@@ -90,15 +102,17 @@ struct options {
     int waiters = 10;
     std::uint64_t seed = 1;
     int resolve_delay_ms = 0;  // raw drivers: zoo_set_servers_resolution_delay (0: the C client's default)
+    int max = 3;               // sem-*: the semaphore's maximum
 };
 
 [[noreturn]] void usage(const std::string& why) {
     std::fprintf(stderr,
                  "zkr_bench: %s\n"
                  "usage: zkr_bench zkr|raw-sync|raw-pipelined|raw-async "
-                 "uncontended|contended|distinct|shared-reads|rw-mix|herd|rtt CONNECT PATH\n"
+                 "uncontended|contended|distinct|shared-reads|rw-mix|herd|rtt|\n"
+                 "       latch-handoff|latch-join|sem-uncontended|sem-contended CONNECT PATH\n"
                  "       [--threads T] [--seconds S] [--warmup W] [--start-at MS] [--emit-latencies]\n"
-                 "       [--write-percent P] [--waiters N] [--seed N] [--resolve-delay MS]\n",
+                 "       [--write-percent P] [--waiters N] [--seed N] [--resolve-delay MS] [--max M]\n",
                  why.c_str());
     std::exit(2);
 }
@@ -122,6 +136,7 @@ options parse(int argc, char** argv) {
             else if (a == "--waiters") o.waiters = std::stoi(value());
             else if (a == "--seed") o.seed = std::stoull(value());
             else if (a == "--resolve-delay") o.resolve_delay_ms = std::stoi(value());
+            else if (a == "--max") o.max = std::stoi(value());
             else if (a.rfind("--", 0) == 0) usage("unknown option " + a);
             else pos.push_back(a);
         } catch (const std::logic_error&) {
@@ -133,9 +148,12 @@ options parse(int argc, char** argv) {
     o.scenario = pos[1];
     o.connect = pos[2];
     o.path = pos[3];
-    if (o.threads < 1 || o.seconds <= 0 || o.warmup < 0 || o.waiters < 1 || o.write_percent < 0 || o.write_percent > 100)
+    if (o.threads < 1 || o.seconds <= 0 || o.warmup < 0 || o.waiters < 1 || o.write_percent < 0 || o.write_percent > 100 ||
+        o.max < 1)
         usage("out-of-range option");
-    if (o.scenario == "uncontended" && o.threads != 1) usage("uncontended runs 1 thread");
+    if ((o.scenario == "uncontended" || o.scenario == "sem-uncontended" || o.scenario == "latch-join") && o.threads != 1)
+        usage(o.scenario + " runs 1 thread");
+    if (o.scenario == "latch-handoff" && o.waiters < 2) usage("latch-handoff needs --waiters >= 2");
     if (o.path.size() < 2 || o.path[0] != '/' || o.path.back() == '/') usage("PATH must be an absolute znode path");
     return o;
 }
@@ -435,6 +453,333 @@ void require_empty(zkr::client& c, const std::string& path) {
         throw std::runtime_error(std::to_string(r.children.size()) + " node(s) left under " + path + " after the run");
 }
 
+// ------------------------------------------------------------------ zkr recipes (leader latch, semaphore)
+//
+// The zkr side of bench/java/RecipeBench.java: the same scenarios, the same measurements, the same
+// JSON (bench.py pairs them). On top: server_requests_per_cycle (sem-*, latch-join), the server's
+// packets received (mntr zk_packets_received) over the window / the cycles in it — every request of
+// every client, so it is this driver's only while nothing else talks to the server.
+
+/// Requests the server has received so far (mntr: zk_packets_received, every session's).
+std::int64_t server_packets(const std::string& connect) {
+    std::istringstream in(four_letter(connect, "mntr"));
+    for (std::string line; std::getline(in, line);) {
+        if (line.rfind("zk_packets_received\t", 0) == 0) return std::stoll(line.substr(line.find('\t') + 1));
+    }
+    return -1;
+}
+
+/// Watches the server holds now, data and child (mntr: zk_watch_count; -1 if not answered).
+std::int64_t server_watch_count(const std::string& connect) {
+    std::istringstream in(four_letter(connect, "mntr"));
+    for (std::string line; std::getline(in, line);) {
+        if (line.rfind("zk_watch_count\t", 0) == 0) return std::stoll(line.substr(line.find('\t') + 1));
+    }
+    return -1;
+}
+
+/// Samples the process's CPU and the server's packets at the window's start and its end, on a
+/// thread of its own (the measured threads are busy).
+class window_sampler {
+public:
+    window_sampler(const options& o, window w) : connect_(o.connect) {
+        thread_ = std::thread([this, w] {
+            std::this_thread::sleep_until(w.t0);
+            cpu_[0] = cpu_seconds();
+            packets_[0] = try_packets();
+            std::this_thread::sleep_until(w.t1);
+            cpu_[1] = cpu_seconds();
+            packets_[1] = try_packets();
+        });
+    }
+    ~window_sampler() {
+        if (thread_.joinable()) thread_.join();
+    }
+    void join() {
+        if (thread_.joinable()) thread_.join();
+    }
+    double cpu_s() const { return cpu_[1] - cpu_[0]; }
+    /// Server requests in the window, or -1 if mntr was not answered.
+    std::int64_t packets() const { return packets_[0] < 0 || packets_[1] < 0 ? -1 : packets_[1] - packets_[0]; }
+
+private:
+    std::int64_t try_packets() {
+        try {
+            return server_packets(connect_);
+        } catch (const std::exception&) {
+            return -1;
+        }
+    }
+    std::string connect_;
+    double cpu_[2] = {0, 0};
+    std::int64_t packets_[2] = {-1, -1};
+    std::thread thread_;
+};
+
+void add_requests(json_line& j, std::int64_t packets, std::size_t cycles) {
+    if (packets < 0 || cycles == 0) j.null("server_requests_per_cycle");
+    else j.num("server_requests_per_cycle", double(packets) / double(cycles));
+}
+
+/// finish_timed's line with more fields appended.
+std::string with_fields(const std::string& line, const std::string& more) {
+    return line.substr(0, line.size() - 1) + more + "}";
+}
+
+/// Children of `path` from its stat (0 if it is missing).
+int num_children(zkr::client& c, const std::string& path) {
+    zkr::error_code ec;
+    auto r = c.exists(path, ec);
+    if (ec) throw zkr::system_error(ec);
+    return r.exists ? r.stat.num_children : 0;
+}
+
+void wait_for_children(zkr::client& c, const std::string& path, int n, std::chrono::seconds timeout, const char* what) {
+    auto deadline = clock_type::now() + timeout;
+    while (num_children(c, path) != n) {
+        if (clock_type::now() > deadline)
+            throw std::runtime_error(std::string(what) + ": " + path + " has " + std::to_string(num_children(c, path)) +
+                                     " children, expected " + std::to_string(n));
+        std::this_thread::sleep_for(1ms);
+    }
+}
+
+/// Who led when, in order (the latches' on_leadership listeners, on the client's executor).
+struct leader_queue {
+    std::mutex m;
+    std::condition_variable cv;
+    std::vector<int> order;  // latch indexes, in the order they said they lead
+    std::size_t taken = 0;
+    std::vector<std::int64_t> at_ns;
+
+    void led(int i) {
+        auto t = now_ns();
+        std::lock_guard lock(m);
+        at_ns[static_cast<std::size_t>(i)] = t;
+        order.push_back(i);
+        cv.notify_all();
+    }
+    std::optional<int> next(std::chrono::seconds timeout) {
+        std::unique_lock lock(m);
+        if (!cv.wait_for(lock, timeout, [&] { return order.size() > taken; })) return std::nullopt;
+        return order[taken++];
+    }
+    bool more() {
+        std::lock_guard lock(m);
+        return order.size() > taken;
+    }
+};
+
+/// latch-handoff: rounds of --waiters latches on PATH (one client): all join and the followers'
+/// watches are set (wchs), then each leader in turn is closed (silent); the hand-off is close() ->
+/// the next latch's on_leadership. Hand-offs whose close() falls in the window count.
+int run_zkr_latch_handoff(const options& o, zkr::client& client) {
+    const int n = o.waiters;
+    window w = make_window(o);
+    window_sampler sampler(o, w);
+    std::vector<std::int64_t> lat;
+    int rounds = 0;
+    std::string error;
+    bool watch_count = true;
+    std::int64_t t0 = std::chrono::duration_cast<std::chrono::nanoseconds>(w.t0.time_since_epoch()).count();
+    std::int64_t t1 = std::chrono::duration_cast<std::chrono::nanoseconds>(w.t1.time_since_epoch()).count();
+    try {
+        while (now_ns() < t1) {
+            bool measured = false;
+            leader_queue q;
+            q.at_ns.assign(static_cast<std::size_t>(n), 0);
+            std::vector<std::unique_ptr<zkr::leader_latch>> latches;
+            std::vector<zkr::subscription> subs;
+            for (int i = 0; i < n; ++i) {
+                latches.push_back(std::make_unique<zkr::leader_latch>(client, o.path, "latch-" + std::to_string(i)));
+                subs.push_back(latches.back()->on_leadership([&q, i] { q.led(i); }));
+                latches.back()->start();
+            }
+            wait_for_children(client, o.path, n, 60s, "latches joining");
+            // Every follower watches the one ahead before the chain starts (as RecipeBench waits for
+            // wchs >= N - 1). zkr's waiters watch with child watches (on the node ahead and on their
+            // own node, set together), which wchs does not count: mntr's zk_watch_count does (data
+            // and child watches, one per path and session), and it reaches N (every node watched)
+            // once the last follower's watches are set.
+            if (watch_count) {
+                auto deadline = clock_type::now() + 2s;
+                try {
+                    while (server_watch_count(o.connect) < n && clock_type::now() < deadline) std::this_thread::sleep_for(1ms);
+                } catch (const std::exception&) {
+                    watch_count = false;
+                }
+            }
+            auto cur = q.next(30s);
+            if (!cur) throw std::runtime_error("latch-handoff: no leader within 30 s");
+            for (int closed = 1;; ++closed) {
+                auto tc = now_ns();
+                latches[static_cast<std::size_t>(*cur)]->close();
+                if (closed == n) break;
+                auto nxt = q.next(30s);
+                if (!nxt) throw std::runtime_error("latch-handoff: no on_leadership within 30 s of close() " + std::to_string(closed));
+                std::int64_t d;
+                {
+                    std::lock_guard lock(q.m);
+                    d = q.at_ns[static_cast<std::size_t>(*nxt)] - tc;
+                }
+                if (d < 0) throw std::runtime_error("latch-handoff: latch " + std::to_string(*nxt) + " led before the leader closed");
+                if (q.more()) throw std::runtime_error("latch-handoff: two on_leadership calls after one close()");
+                if (tc >= t0 && tc <= t1) {
+                    lat.push_back(d);
+                    measured = true;
+                }
+                cur = nxt;
+            }
+            wait_for_children(client, o.path, 0, 30s, "latches leaving");
+            subs.clear();
+            latches.clear();
+            if (measured) ++rounds;
+        }
+    } catch (const std::exception& e) {
+        error = e.what();
+    }
+    sampler.join();
+    json_line j;
+    j.str("driver", o.driver).str("scenario", o.scenario).integer("latches", n);
+    j.num("seconds", o.seconds).integer("rounds", rounds).integer("handoffs", static_cast<std::int64_t>(lat.size()));
+    double mean = 0;
+    for (auto v : lat) mean += double(v);
+    j.num("handoff_p50_us", percentile_us(lat, 0.5)).num("handoff_p99_us", percentile_us(lat, 0.99));
+    j.num("handoff_max_us", percentile_us(lat, 1.0));
+    if (lat.empty()) j.null("handoff_mean_us");
+    else j.num("handoff_mean_us", mean / double(lat.size()) / 1e3);
+    j.num("cpu_s", sampler.cpu_s());
+    if (lat.empty()) j.null("cpu_ms_per_handoff");
+    else j.num("cpu_ms_per_handoff", sampler.cpu_s() * 1e3 / double(lat.size()));
+    j.integer("rss_kb", peak_rss_kb()).integer("errors", error.empty() ? 0 : 1);
+    if (!error.empty()) j.str("error", error);
+    std::cout << j.done() << std::endl;
+    zkr::error_code ec;
+    client.remove(o.path, zkr::any_version, ec);
+    return error.empty() ? 0 : 1;
+}
+
+/// latch-join: one latch at a time on PATH: start() -> on_leadership is the latency; then close()
+/// and wait (a watch on its node) until the node is deleted, so every join is uncontended.
+/// cycles_per_s counts whole cycles (join + close + deletion seen).
+int run_zkr_latch_join(const options& o, zkr::client& client) {
+    window w = make_window(o);
+    window_sampler sampler(o, w);
+    run_result r;
+    std::size_t whole_cycles = 0;  // cycles ending in the window (for the requests per cycle)
+    try {
+        while (clock_type::now() < w.t1) {
+            zkr::leader_latch latch(client, o.path, "join");
+            std::mutex m;
+            std::condition_variable cv;
+            std::int64_t led_at = 0;
+            auto sub = latch.on_leadership([&] {
+                auto t = now_ns();
+                std::lock_guard lock(m);
+                led_at = t;
+                cv.notify_all();
+            });
+            auto s = now_ns();
+            latch.start();
+            std::int64_t e;
+            {
+                std::unique_lock lock(m);
+                if (!cv.wait_for(lock, 30s, [&] { return led_at != 0; }))
+                    throw std::runtime_error("an uncontended latch did not lead within 30 s");
+                e = led_at;
+            }
+            std::string ours = latch.node_path();
+            auto seen = ours.empty() ? zkr::exists_result{} : client.exists(ours, zkr::set_watch);
+            latch.close();
+            if (seen.exists) {
+                auto ev = seen.watch.wait_for(30s);
+                if (!ev) throw std::runtime_error("the closed latch's node " + ours + " was not deleted within 30 s");
+                if (ev->type != zkr::event_type::deleted) {
+                    // The watch ended otherwise (e.g. removed with the latch's own): poll for the deletion.
+                    auto deadline = clock_type::now() + 30s;
+                    while (client.exists(ours).exists) {
+                        if (clock_type::now() > deadline) throw std::runtime_error("the closed latch's node was not deleted");
+                        std::this_thread::sleep_for(1ms);
+                    }
+                }
+            }
+            std::int64_t t0 = std::chrono::duration_cast<std::chrono::nanoseconds>(w.t0.time_since_epoch()).count();
+            std::int64_t t1 = std::chrono::duration_cast<std::chrono::nanoseconds>(w.t1.time_since_epoch()).count();
+            if (e >= t0 && e <= t1) r.latencies_ns.push_back(e - s);
+            auto end = now_ns();
+            if (end >= t0 && end <= t1) ++whole_cycles;
+        }
+    } catch (const std::exception& e) {
+        ++r.errors;
+        r.first_error = e.what();
+    }
+    sampler.join();
+    r.cpu_s = sampler.cpu_s();
+    json_line extra;
+    add_requests(extra, sampler.packets(), whole_cycles);
+    std::string more = extra.done();  // {"server_requests_per_cycle": x}
+    std::cout << with_fields(finish_timed(o, r, header(o)), ", " + more.substr(1, more.size() - 2)) << std::endl;
+    zkr::error_code ec;
+    client.remove(o.path, zkr::any_version, ec);
+    return r.errors ? 1 : 0;
+}
+
+/// sem-uncontended (1 thread) and sem-contended (--threads): each thread its own
+/// zkr::semaphore(PATH, --max) on the one client; a cycle is acquire() + release(); the process
+/// checks that no more than --max leases are held at once, and that PATH/leases and PATH/locks
+/// are empty after the run.
+int run_zkr_semaphore(const options& o, zkr::client& client) {
+    std::vector<std::unique_ptr<zkr::semaphore>> sems(static_cast<std::size_t>(o.threads));
+    std::atomic<int> holders{0}, most{0};
+    const int max = o.max;
+    window w = make_window(o);
+    window_sampler sampler(o, w);
+    // acquire() alone (the caller waits for it; release() returns at once), per thread: (end, latency).
+    std::vector<std::vector<std::pair<clock_type::time_point, std::int64_t>>> acquires(static_cast<std::size_t>(o.threads));
+    run_result r = run_threads(
+        o, o.threads, [&](int i) { sems[static_cast<std::size_t>(i)] = std::make_unique<zkr::semaphore>(client, o.path, max); },
+        [&](int i, std::mt19937_64&) {
+            auto a0 = clock_type::now();
+            zkr::lease l = sems[static_cast<std::size_t>(i)]->acquire();
+            auto a1 = clock_type::now();
+            acquires[static_cast<std::size_t>(i)].emplace_back(a1, std::chrono::duration_cast<std::chrono::nanoseconds>(a1 - a0).count());
+            int h = ++holders;
+            for (int m = most.load(); h > m && !most.compare_exchange_weak(m, h);) {
+            }
+            if (h > max) throw std::runtime_error(std::to_string(h) + " leases held at once, max " + std::to_string(max));
+            --holders;
+            l.release();
+        });
+    sampler.join();
+    if (r.errors == 0 && !o.start_at_ms) {
+        try {
+            for (const char* sub : {"/leases", "/locks"}) {
+                int left = num_children(client, o.path + sub);
+                if (left != 0) throw std::runtime_error(std::to_string(left) + " node(s) left under " + o.path + sub + " after the run");
+            }
+        } catch (const std::exception& e) {
+            ++r.errors;
+            r.first_error = e.what();
+        }
+    }
+    std::vector<std::int64_t> acquire_ns;
+    for (auto& v : acquires)
+        for (auto& [end, ns] : v)
+            if (end >= w.t0 && end <= w.t1) acquire_ns.push_back(ns);
+    json_line extra;
+    extra.integer("max_leases", max).integer("most_held", most.load());
+    extra.num("acquire_p50_us", percentile_us(acquire_ns, 0.5)).num("acquire_p99_us", percentile_us(acquire_ns, 0.99));
+    add_requests(extra, sampler.packets(), r.latencies_ns.size());
+    std::string more = extra.done();
+    std::cout << with_fields(finish_timed(o, r, header(o)), ", " + more.substr(1, more.size() - 2)) << std::endl;
+    sems.clear();
+    if (!o.start_at_ms) {
+        zkr::error_code ec;
+        for (const char* sub : {"/leases", "/locks", ""}) client.remove(o.path + sub, zkr::any_version, ec);
+    }
+    return r.errors ? 1 : 0;
+}
+
 int run_zkr(const options& o) {
     zkr::client_options co;
     co.connect = o.connect;
@@ -442,6 +787,9 @@ int run_zkr(const options& o) {
     zkr::client client(co);
     client.wait_connected(15s);
     const std::string& path = o.path;
+    if (o.scenario == "latch-handoff") return run_zkr_latch_handoff(o, client);
+    if (o.scenario == "latch-join") return run_zkr_latch_join(o, client);
+    if (o.scenario == "sem-uncontended" || o.scenario == "sem-contended") return run_zkr_semaphore(o, client);
 
     if (o.scenario == "herd") {
         herd_figures f;

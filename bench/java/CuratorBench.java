@@ -7,7 +7,7 @@
 //   CuratorBench warmup          (loads the classes, no server: for the class-data-sharing archive)
 //
 // Scenarios: uncontended, contended, distinct, shared-reads, rw-mix, herd (see zkr_bench.cpp),
-// and the recipe scenarios (Curator only so far; bench/java/README.md, bench/java/recipes.sh):
+// and the recipe scenarios (bench/java/README.md; zkr's side is in zkr_bench, bench.py pairs them):
 //   latch-handoff   --waiters N latches on PATH; the leader closes: close() -> the next isLeader
 //   latch-join      one latch at a time on PATH: start() -> isLeader (then close, node gone)
 //   sem-uncontended 1 thread: InterProcessSemaphoreV2(PATH, --max M) acquire + returnLease

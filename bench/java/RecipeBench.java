@@ -60,18 +60,47 @@ final class RecipeBench {
         }
     }
 
-    /** Samples the process's CPU time at the window's start and end (on a thread of its own). */
+    /** Requests the server has received so far (mntr zk_packets_received, every session's); -1 if unanswered. */
+    static long serverPackets(String connect) {
+        try {
+            for (String line : CuratorBench.fourLetter(connect, "mntr").split("\n")) {
+                String[] kv = line.split("\t");
+                if (kv.length == 2 && kv[0].equals("zk_packets_received")) {
+                    return Long.parseLong(kv[1].trim());
+                }
+            }
+        } catch (Exception e) {
+            // fall through
+        }
+        return -1;
+    }
+
+    /**
+     * Samples the process's CPU time and the server's packets received at the window's start and
+     * end (on a thread of its own).
+     */
     static final class CpuWindow {
         final double[] cpu = {Double.NaN, Double.NaN};
+        final long[] packets = {-1, -1};
         final Thread sampler;
 
         CpuWindow(long t0, long t1) {
+            this(t0, t1, null);
+        }
+
+        CpuWindow(long t0, long t1, String connect) {
             sampler = new Thread(() -> {
                 try {
                     CuratorBench.sleepUntil(t0);
                     cpu[0] = CuratorBench.cpuSeconds();
+                    if (connect != null) {
+                        packets[0] = serverPackets(connect);
+                    }
                     CuratorBench.sleepUntil(t1);
                     cpu[1] = CuratorBench.cpuSeconds();
+                    if (connect != null) {
+                        packets[1] = serverPackets(connect);
+                    }
                 } catch (InterruptedException e) {
                     // leave NaN
                 }
@@ -84,6 +113,18 @@ final class RecipeBench {
             sampler.join(5000);
             return cpu[1] - cpu[0];
         }
+
+        /** The server's requests in the window, -1 if mntr was not answered. */
+        long packets() throws InterruptedException {
+            sampler.join(5000);
+            return packets[0] < 0 || packets[1] < 0 ? -1 : packets[1] - packets[0];
+        }
+    }
+
+    /** ", \"server_requests_per_cycle\": x" (null if unknown). */
+    static String requestsField(long packets, long cycles) {
+        return ", \"server_requests_per_cycle\": "
+                + (packets < 0 || cycles == 0 ? "null" : String.format(java.util.Locale.ROOT, "%.6g", (double) packets / cycles));
     }
 
     static CuratorBench.Json latencyJson(CuratorBench.Json j, String prefix, long[] ns) {
@@ -213,7 +254,8 @@ final class RecipeBench {
     static int latchJoin(CuratorBench.Options o, CuratorFramework client) throws Exception {
         long[] w = CuratorBench.window(o);
         long t0 = w[0], t1 = w[1];
-        CpuWindow cpu = new CpuWindow(t0, t1);
+        CpuWindow cpu = new CpuWindow(t0, t1, o.connect);
+        long wholeCycles = 0; // cycles ending in the window (for the requests per cycle)
         CuratorBench.LongList lat = new CuratorBench.LongList();
         CuratorBench.RunResult r = new CuratorBench.RunResult();
         try {
@@ -253,6 +295,10 @@ final class RecipeBench {
                 if (e >= t0 && e <= t1) {
                     lat.add(e - s);
                 }
+                long end = System.nanoTime();
+                if (end >= t0 && end <= t1) {
+                    wholeCycles++;
+                }
             }
         } catch (Exception e) {
             r.errors = 1;
@@ -260,7 +306,8 @@ final class RecipeBench {
         }
         r.latencies = Arrays.copyOf(lat.a, lat.n);
         r.cpuS = cpu.seconds();
-        print(CuratorBench.finishTimed(o, r));
+        String line = CuratorBench.finishTimed(o, r);
+        print(line.substring(0, line.length() - 1) + requestsField(cpu.packets(), wholeCycles) + "}");
         return r.errors == 0 ? 0 : 1;
     }
 
@@ -275,9 +322,21 @@ final class RecipeBench {
         InterProcessSemaphoreV2[] sems = new InterProcessSemaphoreV2[o.threads];
         AtomicInteger holders = new AtomicInteger();
         AtomicInteger most = new AtomicInteger();
+        long[] w = CuratorBench.window(o); // runThreads's window, give or take microseconds
+        CpuWindow requests = new CpuWindow(w[0], w[1], o.connect);
+        // acquire() alone, per thread: latencies of the acquisitions that ended in the window.
+        CuratorBench.LongList[] acquires = new CuratorBench.LongList[o.threads];
+        for (int i = 0; i < o.threads; i++) {
+            acquires[i] = new CuratorBench.LongList();
+        }
         CuratorBench.RunResult r = CuratorBench.runThreads(o, id -> sems[id] = new InterProcessSemaphoreV2(client, o.path, o.max),
                 (id, rng) -> {
+                    long a0 = System.nanoTime();
                     Lease lease = sems[id].acquire();
+                    long a1 = System.nanoTime();
+                    if (a1 >= w[0] && a1 <= w[1]) {
+                        acquires[id].add(a1 - a0);
+                    }
                     int h = holders.incrementAndGet();
                     most.accumulateAndGet(h, Math::max);
                     if (h > o.max) {
@@ -297,7 +356,18 @@ final class RecipeBench {
         }
         String line = CuratorBench.finishTimed(o, r);
         // Append the semaphore's own fields.
-        print(line.substring(0, line.length() - 1) + ", \"max_leases\": " + o.max + ", \"most_held\": " + most.get() + "}");
+        CuratorBench.LongList all = new CuratorBench.LongList();
+        for (CuratorBench.LongList l : acquires) {
+            for (int i = 0; i < l.n; i++) {
+                all.add(l.a[i]);
+            }
+        }
+        long[] acq = Arrays.copyOf(all.a, all.n);
+        Arrays.sort(acq);
+        String acquireFields = String.format(java.util.Locale.ROOT, ", \"acquire_p50_us\": %.6g, \"acquire_p99_us\": %.6g",
+                CuratorBench.percentileUs(acq, 0.5), CuratorBench.percentileUs(acq, 0.99));
+        print(line.substring(0, line.length() - 1) + ", \"max_leases\": " + o.max + ", \"most_held\": " + most.get()
+                + acquireFields + requestsField(requests.packets(), r.latencies.length) + "}");
         if (o.startAtMs == null) {
             CuratorBench.deleteQuietly(client, o.path + "/leases");
             CuratorBench.deleteQuietly(client, o.path + "/locks");
