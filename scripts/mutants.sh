@@ -5,7 +5,7 @@
 # line per mutant and exits 1 if any survived.
 #   scripts/mutants.sh            every mutant
 #   scripts/mutants.sh NAME...    only these
-# Needs what scripts/test.sh needs (scripts/setup.sh installs it). Takes 15-30 minutes on 2 cores;
+# Needs what scripts/test.sh needs (scripts/setup.sh installs it). Takes about 20 minutes on 2 cores;
 # not in CI (it would not fit the 40 minutes), run it when the engine or the session layer changes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,17 +17,17 @@ work=${ZKR_MUTANTS_DIR:-/tmp/zkr-mutants}
 mutants=$(cat <<'EOF'
 watch-lowest~recipes/toolkit/sequence_queue.cpp~        if (it->name != ignore) return {false, it->name};~        if (it->name != ignore) return {false, queue.front().name};~unit:[queue_fsm]
 no-session-check~recipes/toolkit/protected_create.cpp~    if (!r.exists || session == 0 || r.stat.ephemeral_owner != session) return false;~    if (!r.exists) return false;~unit:*
-uncertain-as-held~recipes/toolkit/hold.cpp~        case session_health::suspect: return lock_state::uncertain;~        case session_health::suspect: return lock_state::held;~integration:[promises],[session_model],[lock_fault]
-no-on-lost~recipes/toolkit/hold.cpp~                l->fn(node);~                (void)node;~integration:[hold_edges]
-no-delete-retry~recipes/toolkit/cleanup.cpp~        ++self->delete_retries_;~        return finish(ec);~integration:[lock_fault],[handoff]
+uncertain-as-held~recipes/toolkit/hold.cpp~        case session_health::suspect: return lock_state::uncertain;~        case session_health::suspect: return lock_state::held;~integration:the lease: a holder cut off*
+no-on-lost~recipes/toolkit/hold.cpp~                l->fn(node);~                (void)node;~integration:a mutex hold whose node someone else deletes*
+no-delete-retry~recipes/toolkit/cleanup.cpp~        ++self->delete_retries_;~        return finish(ec);~integration:release during connection loss*
 departure-as-mark~recipes/toolkit/queue_fsm.cpp~    bool known_first = watched_holds_ && !watched_reads_;~    bool known_first = !watched_reads_;~unit:[queue_fsm]
-token-unordered~recipes/toolkit/hold.cpp~    if (h.czxid != 0) return h.czxid;~    if (h.czxid != 0) return 1;~integration:[leader_latch],[mutex]
-lost-reply-as-success~src/requests.cpp~        if (rc != ZOK) return r->client.on_failure(r, rc);\n        r->succeed();\n    }\n    std::string path_;\n    std::int32_t version_;~        if (rc != ZOK && rc != ZCONNECTIONLOSS) return r->client.on_failure(r, rc);\n        r->succeed();\n    }\n    std::string path_;\n    std::int32_t version_;~integration:[lock_fault],[handoff],[hold_edges]
-deadline-ignored~recipes/toolkit/fsm_runner.hpp~                timer->expires_at(deadline);~                timer->expires_at(deadline + std::chrono::hours(1));~integration:[hold_edges],[mutex]
+token-unordered~recipes/toolkit/hold.cpp~    if (h.czxid != 0) return h.czxid;~    if (h.czxid != 0) return 1;~integration:leader latch: one of two leads*
+lost-reply-as-success~src/requests.cpp~        if (rc != ZOK) return r->client.on_failure(r, rc);\n        r->succeed();\n    }\n    std::string path_;\n    std::int32_t version_;~        if (rc != ZOK && rc != ZCONNECTIONLOSS) return r->client.on_failure(r, rc);\n        r->succeed();\n    }\n    std::string path_;\n    std::int32_t version_;~integration:release during connection loss*
+deadline-ignored~recipes/toolkit/fsm_runner.hpp~                timer->expires_at(deadline);~                timer->expires_at(deadline + std::chrono::hours(1));~integration:a timed-out acquisition's node is gone*
 answer-before-delete~recipes/toolkit/queue_fsm.cpp~    if (phase_ == phase::waiting) {\n        delete_ours(deletes);~    if (phase_ == phase::waiting) {~unit:*
-no-own-node-watch~recipes/toolkit/queue_fsm.cpp~    return ask(step::watch{create_.full(watched_), want_mark_, create_.node_path()});~    return ask(step::watch{create_.full(watched_), want_mark_, std::string()});~integration:[hold_edges],[leader_latch]
-no-hold-node-watch~recipes/toolkit/hold.cpp~    watch_node(h);~    (void)h;~integration:[hold_edges]
-guard-checks-one-part~src/requests.cpp~zoo_check_op_init(&zoo_ops_[w + 1 + k], o.also[k].c_str(), any_version);~zoo_check_op_init(&zoo_ops_[w + 1 + k], o.path.c_str(), any_version);~integration:[multi_lock]
+no-own-node-watch~recipes/toolkit/queue_fsm.cpp~    return ask(step::watch{create_.full(watched_), want_mark_, create_.node_path()});~    return ask(step::watch{create_.full(watched_), want_mark_, std::string()});~integration:a waiter whose node someone deletes*
+no-hold-node-watch~recipes/toolkit/hold.cpp~    watch_node(h);~    (void)h;~integration:a mutex hold whose node someone else deletes*
+guard-checks-one-part~src/requests.cpp~zoo_check_op_init(&zoo_ops_[w + 1 + k], o.also[k].c_str(), any_version);~zoo_check_op_init(&zoo_ops_[w + 1 + k], o.path.c_str(), any_version);~integration:multi-lock: the async form*
 EOF
 )
 
