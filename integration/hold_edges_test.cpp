@@ -260,3 +260,33 @@ TEST_CASE("a waiter whose node someone deletes never holds when the one ahead le
     CHECK(held_b.state() == lock_state::held);
     held_b.unlock();
 }
+
+// The server keeps one child watch per node and session: a successor of the same client that
+// takes its watch off a waiter's node (it timed out) takes that waiter's own-node watch off the
+// server too. The waiter sets it again, so a deletion of its node later is still seen.
+TEST_CASE("a waiter's own-node watch, dropped by a successor of its client timing out, is set again", "[hold_edges][mutex]") {
+    std::string path = unique_path("own-watch-dropped");
+    zkr::client hc(test_options(test_connect_string())), wc(test_options(test_connect_string())),
+        observer(test_options(test_connect_string()));
+    zkr::mutex holder(hc, path), first(wc, path), second(wc, path);
+    zkr::lock_hold held = holder.async_lock(asio::use_future).get();
+    auto first_future = first.async_lock(asio::use_future);
+    REQUIRE(eventually([&] { return queue_length(observer, path) == 2; }));
+    // Behind `first`, on the same client: its watches on first's node go when it times out.
+    CHECK_FALSE(second.try_lock_for(300ms));
+    REQUIRE(eventually([&] { return queue_length(observer, path) == 2; }));
+    auto queue = queue_of(observer, path);
+    REQUIRE(queue.size() == 2);
+    std::string first_node = queue[1];
+    observer.remove(path + "/" + first_node);
+    // `first` learns of it and queues again under a new name.
+    REQUIRE(eventually([&] {
+        auto now = queue_of(observer, path);
+        return now.size() == 2 && now[1] != first_node;
+    }));
+    held.unlock();
+    REQUIRE(first_future.wait_for(10s) == std::future_status::ready);
+    zkr::lock_hold got = first_future.get();
+    CHECK(got.state() == lock_state::held);
+    got.unlock();
+}

@@ -356,8 +356,11 @@ queue_fsm::action queue_fsm::on_watch_event(error_code error, event_type type, s
         return restart({}, error);  // the watch ended with its session: so did our node
     }
     if (own_node) {
-        if (type != event_type::deleted) return {};  // a sequence node has no children
-        return own_node_gone();
+        if (type == event_type::deleted) return own_node_gone();
+        // Dropped with another watch of this client on our node (a successor of ours that took
+        // its watch off takes the server's one child watch per node and session): set it again.
+        phase_ = phase::setting_watch;
+        return watch_step();
     }
     if (type == event_type::deleted) {
         ++departures_;

@@ -242,6 +242,16 @@ TEST_CASE("queue_fsm 4b: our own node is watched too, and its deletion is never 
         CHECK(path_of(a) == "/l/_c_u2-lock-");
         CHECK(f.listing_free_handoffs() == 0);
     }
+    SECTION("its watch dropped with another of this client's on our node: set again, still waiting") {
+        REQUIRE(f.on_watch_set({}, session, false, true).is<step::wait>());
+        a = f.on_watch_event({}, event_type::not_watching, session, false, /*own_node=*/true);
+        REQUIRE(a.is<step::watch>());
+        CHECK(path_of(a) == "/l/_c_x-lock-0000000000");
+        CHECK(a.as<step::watch>().own == "/l/_c_u1-lock-0000000001");
+        REQUIRE(f.on_watch_set({}, session, false, true).is<step::wait>());
+        a = f.on_watch_event({}, event_type::deleted, session);
+        CHECK(acquired(a));
+    }
     SECTION("its watch ends with the session: queue anew") {
         REQUIRE(f.on_watch_set({}, session).is<step::wait>());
         a = f.on_watch_event(ec(errc::session_expired), event_type::not_watching, session, false, true);
