@@ -261,10 +261,12 @@ TEST_CASE("a waiter whose node someone deletes never holds when the one ahead le
     held_b.unlock();
 }
 
-// The server keeps one child watch per node and session: a successor of the same client that
-// takes its watch off a waiter's node (it timed out) takes that waiter's own-node watch off the
-// server too. The waiter sets it again, so a deletion of its node later is still seen.
-TEST_CASE("a waiter's own-node watch, dropped by a successor of its client timing out, is set again", "[hold_edges][mutex]") {
+// The server keeps one child watch per node and session, shared by a waiter's own-node watch and
+// the watch a successor of the same client keeps on that node. When the successor times out and
+// takes its watch off, the waiter must still see its node deleted: the session layer leaves the
+// server's watch while another local watcher needs it (and should a removal race with a new
+// registration, the waiter sets its watch again: tests/unit/queue_fsm_test.cpp, 4b).
+TEST_CASE("a waiter still sees its node deleted after a successor of its client timed out off that node", "[hold_edges][mutex]") {
     std::string path = unique_path("own-watch-dropped");
     zkr::client hc(test_options(test_connect_string())), wc(test_options(test_connect_string())),
         observer(test_options(test_connect_string()));
