@@ -453,6 +453,31 @@ TEST_CASE("release during connection loss: the delete completes after reconnecti
     m.unlock();
 }
 
+// The retry policy gives up on the release's delete long before the session ends: the cleanup
+// service keeps trying for as long as the session that made the node lives (CURATOR-678).
+TEST_CASE("release during an outage longer than the retry policy: the delete is still made once back", "[mutex][fault][own_servers]") {
+    zkr::test::zk_cluster cluster(1);
+    zkr::test::fault_proxy proxy(cluster.server_address(1));
+    auto options = test_options(proxy.address(), 8s);
+    options.retry_policy = std::make_shared<zkr::retry::retry_n_times>(1, 100ms);
+    zkr::client c(options);
+    zkr::client observer(test_options(cluster.connect_string()));
+    zkr::mutex m(c, "/release-outlasting");
+    m.lock();
+    std::string node = m.node_path();
+
+    proxy.refuse_connections(true);
+    proxy.drop_all_connections();
+    REQUIRE(eventually([&] { return !c.is_connected(); }));
+    m.unlock();
+    // The policy's one retry is spent: the cleanup service resends on its own.
+    REQUIRE(eventually([&] { return m.statistics().delete_retries > 0; }, 10s));
+    CHECK(observer.exists(node).exists);
+    proxy.refuse_connections(false);
+    REQUIRE(eventually([&] { return !observer.exists(node).exists; }, 15s));
+    CHECK(c.session_count() == 1);  // the same session all along: its node had to be deleted
+}
+
 TEST_CASE("reentrancy: three deep, across objects, and non-owner release", "[mutex]") {
     std::string path = unique_path("mutex-reentrant");
     zkr::client c(test_options(test_connect_string()));

@@ -19,9 +19,9 @@ watch-lowest~recipes/toolkit/sequence_queue.cpp~        if (it->name != ignore) 
 no-session-check~recipes/toolkit/protected_create.cpp~    if (!r.exists || session == 0 || r.stat.ephemeral_owner != session) return false;~    if (!r.exists) return false;~unit:*
 uncertain-as-held~recipes/toolkit/hold.cpp~        case session_health::suspect: return lock_state::uncertain;~        case session_health::suspect: return lock_state::held;~integration:the lease: a holder cut off*
 no-on-lost~recipes/toolkit/hold.cpp~                l->fn(node);~                (void)node;~integration:a mutex hold whose node someone else deletes*
-no-delete-retry~recipes/toolkit/cleanup.cpp~        ++self->delete_retries_;~        return finish(ec);~integration:release during connection loss*
+no-delete-retry~recipes/toolkit/cleanup.cpp~        ++self->delete_retries_;~        return finish(ec);~integration:release during an outage longer than the retry policy*
 departure-as-mark~recipes/toolkit/queue_fsm.cpp~    bool known_first = watched_holds_ && !watched_reads_;~    bool known_first = !watched_reads_;~unit:[queue_fsm]
-token-unordered~recipes/toolkit/hold.cpp~    if (h.czxid != 0) return h.czxid;~    if (h.czxid != 0) return 1;~integration:leader latch: one of two leads*
+token-unordered~recipes/lock/lock_ops.cpp~    return h->czxid;\n}\n\nnamespace {~    return 1;\n}\n\nnamespace {~integration:holder session expired: it is told*
 lost-reply-as-success~src/requests.cpp~        if (rc != ZOK) return r->client.on_failure(r, rc);\n        r->succeed();\n    }\n    std::string path_;\n    std::int32_t version_;~        if (rc != ZOK && rc != ZCONNECTIONLOSS) return r->client.on_failure(r, rc);\n        r->succeed();\n    }\n    std::string path_;\n    std::int32_t version_;~integration:release during connection loss*
 deadline-ignored~recipes/toolkit/fsm_runner.hpp~                timer->expires_at(deadline);~                timer->expires_at(deadline + std::chrono::seconds(3));~integration:try_lock_until: false by its deadline*
 answer-before-delete~recipes/toolkit/queue_fsm.cpp~    if (phase_ == phase::waiting) {\n        delete_ours(deletes);~    if (phase_ == phase::waiting) {~unit:*
