@@ -609,11 +609,16 @@ TEST_CASE("leader latch faults: Netflix #115, a waiter whose own node is gone ne
     auto nodes = settled_nodes(observer, path, {{"a", &ca}, {"b", &cb}, {"c", &cc}});
     exclusion_sampler sampler({{"a", &a, &ca}, {"b", &b, &cb}, {"c", &c, &cc}}, &observer);
     observer.remove(path + "/" + nodes["b"]);
+    // b watches its own node: it learns of the deletion and queues again under a new name, behind
+    // c. (Without that watch it would learn nothing and take a's departure for leadership.)
+    REQUIRE(eventually([&] {
+        auto mine = nodes_with_id(observer, path, "b");
+        return mine.size() == 1 && mine.front() != nodes["b"] && queue_length(observer, path) == 3;
+    }, deadline));
     // c moves its watch to a (its predecessor now): it lists again; nothing shows it from outside
     // but the server's watch count. Give it that listing's time by waiting for a round trip of c's
     // own client, which sends after the event reached it.
-    REQUIRE(eventually([&] { return queue_length(observer, path) == 2; }, deadline));
-    REQUIRE(eventually([&] { return queue_length(cc, path) == 2; }, deadline));
+    REQUIRE(eventually([&] { return queue_length(cc, path) == 3; }, deadline));
     a.close();
     REQUIRE(c.await_leadership(deadline));
     // b queues again behind c with a node of its own.
