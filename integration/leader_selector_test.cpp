@@ -4,6 +4,7 @@
 #include "support/zk_cluster.hpp"
 #include "zkr/client.hpp"
 #include "zkr/leader_selector.hpp"
+#include "live_objects.hpp"
 
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -31,7 +32,7 @@ namespace {
 // to see that terms never overlap.
 struct term_probe {
     std::mutex mutex;
-    std::condition_variable changed;
+    std::condition_variable_any changed;
     int inside = 0, max_inside = 0, started = 0, stopped_by_token = 0, released = 0;
     bool release_all = false;
 
@@ -42,11 +43,9 @@ struct term_probe {
             ++started;
             max_inside = std::max(max_inside, inside);
             changed.notify_all();
-            std::stop_callback wake(stop, [this] {
-                std::lock_guard l(mutex);
-                changed.notify_all();
-            });
-            changed.wait(lock, [&] { return stop.stop_requested() || release_all || released > 0; });
+            // The stop_token overload wakes on a stop without a callback of ours: one registered
+            // under this mutex would run at once, and deadlock, for a work stopped before it began.
+            changed.wait(lock, stop, [&] { return release_all || released > 0; });
             if (stop.stop_requested()) ++stopped_by_token;
             else if (released > 0) --released;
             --inside;
@@ -128,6 +127,46 @@ TEST_CASE("leader selector: the work is told to stop when its node is deleted, a
     REQUIRE(eventually([&] { return s.has_leadership(); }));
     CHECK(s.fencing_token() > token);
     probe.finish();
+}
+
+// Regression: the stop was requested on the session thread under the selector's mutex, so a
+// stop callback (user code) ran there, and one calling the selector deadlocked.
+TEST_CASE("leader selector: the work's stop callbacks run on the client's executor and may call the selector", "[leader_selector]") {
+    std::string path = unique_path("selector-stop-callback");
+    zkr::client c(test_options(test_connect_string()));
+    std::mutex mutex;
+    std::condition_variable_any changed;
+    bool started = false, stopped = false;
+    std::string callback_thread;
+    zkr::lock_state state_in_callback = lock_state::held;
+    zkr::leader_selector* selector = nullptr;
+    zkr::leader_selector s(c, path, "cb", [&](std::stop_token stop) {
+        std::stop_callback on_stop(stop, [&] {
+            auto state = selector->state();  // calls the selector from its own stop
+            std::lock_guard lock(mutex);
+            callback_thread = zkr::test::this_thread_name();
+            state_in_callback = state;
+            changed.notify_all();
+        });
+        std::unique_lock lock(mutex);
+        started = true;
+        changed.notify_all();
+        changed.wait(lock, stop, [] { return false; });
+        stopped = true;
+        changed.notify_all();
+    }, {.auto_requeue = false});
+    selector = &s;
+    s.start();
+    {
+        std::unique_lock lock(mutex);
+        REQUIRE(changed.wait_for(lock, 10s, [&] { return started; }));
+    }
+    zkr::client op(test_options(test_connect_string()));
+    op.remove(s.guard().path);  // the loss is learnt on zkr's threads
+    std::unique_lock lock(mutex);
+    REQUIRE(changed.wait_for(lock, 10s, [&] { return stopped && !callback_thread.empty(); }));
+    CHECK(callback_thread == "zkr-handlers");
+    CHECK(state_in_callback != lock_state::held);
 }
 
 TEST_CASE("leader selector: a lost session stops the work", "[leader_selector]") {
@@ -219,5 +258,20 @@ TEST_CASE("leader selector: destroyed from inside its own work, it does not hang
     });
     (*holder)->start();
     REQUIRE(finished.wait_for(10s) == std::future_status::ready);
+    CHECK(eventually([&] { return queue_length(c, path) == 0; }));
+}
+
+// Regression: close() between a term's start and its work's post let the selector's thread end
+// first; the work, posted to a context nobody ran, kept the hold (and the selector) alive for good.
+TEST_CASE("leader selector: closed while terms follow each other, it leaves no hold and no node behind", "[leader_selector]") {
+    std::string path = unique_path("selector-close-race");
+    zkr::client c(test_options(test_connect_string()));
+    for (int round = 0; round < 100; ++round) {
+        std::atomic<int> ran{0};
+        zkr::leader_selector s(c, path, "r" + std::to_string(round), [&](std::stop_token) { ++ran; });
+        s.start();
+        REQUIRE(eventually([&] { return ran.load() >= 1 + round % 3; }));
+    }  // each destroyed while its next term is being taken
+    CHECK(eventually([&] { return zkr::detail::live_now().holds == 0; }));
     CHECK(eventually([&] { return queue_length(c, path) == 0; }));
 }

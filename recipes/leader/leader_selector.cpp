@@ -5,6 +5,9 @@
 //
 // Threads: joins, answers and losses run where the toolkit runs them; blocking work runs on the
 // selector's own thread ("zkr-selector"), coroutine work on a strand of the client's executor.
+// A stop the toolkit decides (a loss, the lease) is requested on that strand, never on the
+// session thread: the work's stop callbacks are user code. No stop is requested under mutex_,
+// so a callback may call the selector.
 // Lock order: selector_impl::mutex_ before the toolkit's leaf mutexes; nothing else under it.
 #include "zkr/leader_selector.hpp"
 
@@ -101,12 +104,17 @@ public:
     }
 
     void interrupt() {
-        std::lock_guard lock(mutex_);
-        if (term_) stop_term_locked();
+        std::shared_ptr<term> t;
+        {
+            std::lock_guard lock(mutex_);
+            t = begin_stop_locked();
+        }
+        if (t) request_stop(*t);
     }
 
     void close() {
         std::shared_ptr<runner> r;
+        std::shared_ptr<term> t;
         {
             std::lock_guard lock(mutex_);
             if (closed_) return;
@@ -114,9 +122,10 @@ public:
             ++generation_;
             r = std::exchange(runner_, nullptr);
             queued_ = false;
-            if (term_) stop_term_locked();
+            t = begin_stop_locked();
             worker_guard_.reset();  // the worker ends once its term (if any) returns
         }
+        if (t) request_stop(*t);
         if (r) r->give_up(make_error_code(errc::cancelled));
         asio::post(threads_->session, [self = shared_from_this()] { self->retry_timer_.cancel(); });
     }
@@ -218,21 +227,35 @@ private:
         };
         auto t = std::make_shared<term>();
         t->h = h;
-        {
-            std::lock_guard lock(mutex_);
-            if (closed_) {
-                cleanup_->guaranteed_delete(h->node_path);
-                return;
-            }
-            term_ = t;
-            ++terms_;
-        }
+        if (!work_) t->cancel = std::make_shared<asio::cancellation_signal>();
+        // Registered and monitored before the term is public: its end releases the hold, and a
+        // loss from now on finds the term (refresh() below covers one before it was public).
         holds_->add(h);
         monitor_->monitor(h);
-        run_term(t);
+        bool closed;
+        {
+            std::lock_guard lock(mutex_);
+            closed = closed_;
+            if (!closed) {
+                term_ = t;
+                ++terms_;
+                // Posted under the mutex: close() drops the worker's guard under it too, so the
+                // worker, still running, takes this term before it may end.
+                run_term_locked(t);
+            }
+        }
+        if (closed) {
+            monitor_->monitor(nullptr);
+            bool lost = false;
+            holds_->release(h, &lost);
+            cleanup_->guaranteed_delete(h->node_path);
+            return;
+        }
+        refresh();
     }
 
-    void run_term(const std::shared_ptr<term>& t) {
+    // Under the mutex (only posts).
+    void run_term_locked(const std::shared_ptr<term>& t) {
         auto self = shared_from_this();
         if (work_) {
             asio::post(worker_context_, [self, t] {
@@ -247,7 +270,6 @@ private:
             });
             return;
         }
-        t->cancel = std::make_shared<asio::cancellation_signal>();
         asio::post(strand_, [self, t] {
             asio::awaitable<void> coro;
             try {
@@ -272,7 +294,9 @@ private:
         });
     }
 
-    // The monitor, or the hold's loss: a term whose leadership is not held any more must stop.
+    // The monitor, or the hold's loss (the session thread, or wherever the registry learns of
+    // it): a term whose leadership is not held any more must stop. The stop itself is requested
+    // on the strand: it runs the work's stop callbacks, user code.
     void refresh() {
         std::shared_ptr<term> t;
         {
@@ -280,16 +304,26 @@ private:
             t = term_;
         }
         if (!t || holds_->state_of(*t->h) == lock_state::held) return;
-        std::lock_guard lock(mutex_);
-        if (term_ == t) stop_term_locked();
+        {
+            std::lock_guard lock(mutex_);
+            if (term_ != t || !(t = begin_stop_locked())) return;
+        }
+        asio::post(strand_, [self = shared_from_this(), t] { self->request_stop(*t); });
     }
 
-    // Under the mutex.
-    void stop_term_locked() {
-        if (term_->stopping) return;
+    // Under the mutex: marks the running term stopping; returns it unless there is none or it
+    // was stopping already.
+    std::shared_ptr<term> begin_stop_locked() {
+        if (!term_ || term_->stopping) return nullptr;
         term_->stopping = true;
-        term_->stop.request_stop();
-        if (auto cancel = term_->cancel) {
+        return term_;
+    }
+
+    // Not under the mutex, on a thread that may run user code: the stop token's callbacks run
+    // here.
+    void request_stop(term& t) {
+        t.stop.request_stop();
+        if (auto cancel = t.cancel) {
             asio::post(strand_, [cancel] { cancel->emit(asio::cancellation_type::terminal); });
         }
     }
