@@ -15,7 +15,7 @@ work=${ZKR_MUTANTS_DIR:-/tmp/zkr-mutants}
 # name ~ file ~ exact text (must occur once; \n for a new line) ~ replacement ~ the tests that
 # must catch it: unit:<catch filter> or integration:<catch filter>
 mutants=$(cat <<'EOF'
-watch-lowest~recipes/toolkit/sequence_queue.cpp~        if (it->name != ignore) return {false, it->name};~        if (it->name != ignore) return {false, queue.front().name};~unit:[queue_fsm]
+watch-lowest~recipes/toolkit/sequence_queue.cpp~        if (it->name != ignore && counts(*it)) return {false, it->name};~        if (it->name != ignore && counts(*it)) return {false, queue.front().name};~unit:[queue_fsm]
 no-session-check~recipes/toolkit/protected_create.cpp~    if (!r.exists || session == 0 || r.stat.ephemeral_owner != session) return false;~    if (!r.exists) return false;~unit:*
 uncertain-as-held~recipes/toolkit/hold.cpp~        case session_health::suspect: return lock_state::uncertain;~        case session_health::suspect: return lock_state::held;~integration:the lease: a holder cut off*
 no-on-lost~recipes/toolkit/hold.cpp~                l->fn(node);~                (void)node;~integration:a mutex hold whose node someone else deletes*
@@ -27,6 +27,8 @@ deadline-ignored~recipes/toolkit/fsm_runner.hpp~                timer->expires_a
 answer-before-delete~recipes/toolkit/queue_fsm.cpp~    if (phase_ == phase::waiting) {\n        delete_ours(deletes);~    if (phase_ == phase::waiting) {~unit:*
 no-own-node-watch~recipes/toolkit/queue_fsm.cpp~    return ask(step::watch{create_.full(watched_), want_mark_, create_.node_path()});~    return ask(step::watch{create_.full(watched_), want_mark_, std::string()});~integration:a waiter whose node someone deletes*
 no-hold-node-watch~recipes/toolkit/hold.cpp~    watch_node(h);~    (void)h;~integration:a mutex hold whose node someone else deletes*
+listing-unshared~recipes/toolkit/listing_coalescer.cpp~        if (!first) {~        if (false) {~integration:[listing_share]
+listing-stale~recipes/toolkit/listing_coalescer.cpp~                    next = std::move(it->second.next);\n                }\n                self->send(std::move(path), std::move(next));~                    next = std::move(it->second.next);\n                    self->in_flight_.erase(it);\n                }\n                for (auto& a : next) a(ec, answer);~integration:[listing_share]
 guard-checks-one-part~src/requests.cpp~zoo_check_op_init(&zoo_ops_[w + 1 + k], o.also[k].c_str(), any_version);~zoo_check_op_init(&zoo_ops_[w + 1 + k], o.path.c_str(), any_version);~integration:multi-lock: the async form*
 EOF
 )

@@ -30,7 +30,7 @@
 //   3. handle_mutex_   shared: send, read the handle's live state; exclusive: swap handles
 //   4. parked_mutex_, lease_mutex_, state_mutex_, in_flight_mutex_, watch_registry::mutex_,
 //      watch_state::mutex, sync_slot's mutex, and the toolkit's leaves: hold_registry::mutex_,
-//      cleanup_service::mutex_, step_io::mutex_, hold_monitor::mutex_, count_impl::mutex_, the
+//      cleanup_service::mutex_, step_io::mutex_, hold_monitor::mutex_, listing_coalescer::mutex_, count_impl::mutex_, the
 //      observer's and the multi-lock's (leaves: nothing is taken or called under them)
 // Recipes reach this layer only through session_port (src/session_port.hpp); their machines run
 // inline on the completion thread, never block and never call user code, which they post to the

@@ -105,6 +105,7 @@ struct fault_proxy::impl {
     bool armed = false;
     std::vector<int> armed_types;
     std::map<int, std::size_t> seen;
+    std::map<std::pair<int, std::string>, std::size_t> seen_paths;
 
     std::mutex cmd_mutex;
     std::vector<std::packaged_task<void()>> commands;
@@ -205,6 +206,12 @@ struct fault_proxy::impl {
                     const auto type = static_cast<std::int32_t>(be32(body + 4));
                     std::lock_guard<std::mutex> lock(state_mutex);
                     ++seen[type];
+                    // Most requests start with their path (a jute string: int32 length, bytes).
+                    if (len >= 12) {
+                        const auto path_len = static_cast<std::int32_t>(be32(body + 8));
+                        if (path_len >= 0 && 12 + static_cast<std::uint32_t>(path_len) <= len)
+                            ++seen_paths[{type, std::string(reinterpret_cast<const char*>(body + 12), path_len)}];
+                    }
                     if (armed && !c.reply_to_lose &&
                         std::find(armed_types.begin(), armed_types.end(), type) != armed_types.end()) {
                         armed = false;
@@ -452,6 +459,12 @@ std::size_t fault_proxy::requests_seen(int type) const {
     std::lock_guard<std::mutex> lock(impl_->state_mutex);
     auto it = impl_->seen.find(type);
     return it == impl_->seen.end() ? 0 : it->second;
+}
+
+std::size_t fault_proxy::requests_seen(int type, const std::string& path) const {
+    std::lock_guard<std::mutex> lock(impl_->state_mutex);
+    auto it = impl_->seen_paths.find({type, path});
+    return it == impl_->seen_paths.end() ? 0 : it->second;
 }
 
 std::size_t fault_proxy::connections_accepted() const { return impl_->accepted.load(); }

@@ -77,6 +77,9 @@ public:
 
     // Client requests seen, by op type (after the ConnectRequest; pings are type 11).
     std::size_t requests_seen(int type) const;
+    // Those of them that name `path` (the requests that start with a path: create, delete,
+    // exists, getData, setData, getChildren, getChildren2, ...).
+    std::size_t requests_seen(int type, const std::string& path) const;
     std::size_t connections_accepted() const;  // including refused ones
     std::size_t active_connections() const;
 

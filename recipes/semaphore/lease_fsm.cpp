@@ -117,7 +117,7 @@ lease_fsm::action lease_fsm::on_multi(const reply::multi_and_listed& r, std::int
         // the one our mutex node was made on: settle it as a lost reply (the listing, then the
         // owner check: nodes of another session are never adopted).
         create_.in_doubt(session);
-        if (!r.list_error) return recover(r.children);
+        if (!r.list_error) return recover(r.children.children());
         if (!session_gone(r.list_error)) return finish(false, r.list_error);
         phase_ = phase::recovering;
         return ask(step::list{options_.leases});
@@ -125,14 +125,14 @@ lease_fsm::action lease_fsm::on_multi(const reply::multi_and_listed& r, std::int
     if (!r.error) {
         for (std::size_t i = 1; i < r.results.size(); ++i) nodes_.push_back(r.results[i].path);
         session_ = session;
-        if (abandoned_) return finish(false, *abandoned_, r.list_error ? std::vector<std::string>{} : create_.stale_children(r.children));
+        if (abandoned_) return finish(false, *abandoned_, r.list_error ? std::vector<std::string>{} : create_.stale_children(r.children.children()));
         if (r.list_error) {
             // Our leases went with the session the listing lost, and our mutex hold with them:
             // the caller starts over from the mutex.
             if (session_gone(r.list_error) || r.list_error == errc::no_node) return finish(false, make_error_code(errc::session_expired));
             return finish(false, r.list_error);
         }
-        return evaluate(r.children, session, create_.stale_children(r.children));
+        return evaluate(r.children.children(), session, create_.stale_children(r.children.children()));
     }
     if (!r.results.empty()) {
         // The server answered: nothing was made. Which op failed says why.
@@ -149,7 +149,7 @@ lease_fsm::action lease_fsm::on_multi(const reply::multi_and_listed& r, std::int
     if (outcome_unknown(r.error)) {
         // The transaction may have been applied with its reply lost: a listing after it tells.
         create_.in_doubt(session);
-        if (!r.list_error) return recover(r.children);
+        if (!r.list_error) return recover(r.children.children());
         if (!session_gone(r.list_error)) return finish(false, r.list_error);
         phase_ = phase::recovering;
         return ask(step::list{options_.leases});
@@ -192,7 +192,7 @@ lease_fsm::action lease_fsm::on_owner(const reply::owner& r, std::int64_t sessio
 
 lease_fsm::action lease_fsm::on_listed(const reply::listed& r, std::int64_t session) {
     if (phase_ == phase::recovering) {
-        if (!r.error) return recover(r.children);
+        if (!r.error) return recover(r.children.children());
         if (r.error == errc::no_node) {
             create_.settled();
             return restart({}, r.error);
@@ -207,7 +207,7 @@ lease_fsm::action lease_fsm::on_listed(const reply::listed& r, std::int64_t sess
         if (session_gone(r.error) || r.error == errc::no_node) return finish(false, make_error_code(errc::session_expired));
         return finish(false, r.error);
     }
-    return evaluate(r.children, session, {});
+    return evaluate(r.children.children(), session, {});
 }
 
 lease_fsm::action lease_fsm::evaluate(const std::vector<std::string>& children, std::int64_t session,

@@ -1,5 +1,7 @@
 #include "fsm_runner.hpp"
 
+#include "listing_coalescer.hpp"
+
 namespace zkr::detail {
 namespace {
 
@@ -33,14 +35,15 @@ void step_io::send(session_port& port, const step::create_and_list& s, reply_fn 
                         }))
                         done(std::move(j->replies));
                 })));
-    port.get_children(s.list, false,
-                      completion<children_result>(completion<children_result>::inline_fn([j, done](error_code ec, children_result r) {
-                          if (j->arrive([&](auto& x) {
-                                  x.list_error = ec;
-                                  x.children = std::move(r.children);
-                              }))
-                              done(std::move(j->replies));
-                      })));
+    // Coalesced with the client's other listings of the path, but always one sent after the
+    // create (listing_coalescer.hpp): it shows our node.
+    listing_coalescer::list(port, s.list, [j, done](error_code ec, const listing& l) {
+        if (j->arrive([&](auto& x) {
+                x.list_error = ec;
+                x.children = l;
+            }))
+            done(std::move(j->replies));
+    });
 }
 
 void step_io::send(session_port& port, const step::create_parents& s, reply_fn done) {
@@ -60,17 +63,22 @@ void step_io::send(session_port& port, const step::multi_and_list& s, reply_fn d
                                   }))
                                   done(std::move(j->replies));
                           })));
-    port.get_children(s.list, false,
-                      completion<children_result>(completion<children_result>::inline_fn([j, done](error_code ec, children_result r) {
-                          if (j->arrive([&](auto& x) {
-                                  x.list_error = ec;
-                                  x.children = std::move(r.children);
-                              }))
-                              done(std::move(j->replies));
-                      })));
+    // Coalesced with the client's other listings of the path, but always one sent after the
+    // create (listing_coalescer.hpp): it shows our node.
+    listing_coalescer::list(port, s.list, [j, done](error_code ec, const listing& l) {
+        if (j->arrive([&](auto& x) {
+                x.list_error = ec;
+                x.children = l;
+            }))
+            done(std::move(j->replies));
+    });
 }
 
 void step_io::send(session_port& port, const step::list& s, reply_fn done) {
+    if (!s.watch) {
+        // Coalesced: a listing sent after this step was asked for (listing_coalescer.hpp).
+        return listing_coalescer::list(port, s.path, [done](error_code ec, const listing& l) { done(reply::listed{ec, l}); });
+    }
     port.get_children(s.path, s.watch,
                       completion<children_result>(completion<children_result>::inline_fn(
                           [this, watch = s.watch, done](error_code ec, children_result r) {

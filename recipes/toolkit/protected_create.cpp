@@ -70,6 +70,7 @@ bool protected_create::adopt_if_ours(const std::string& candidate, const exists_
 
 std::vector<std::string> protected_create::stale_children(const std::vector<std::string>& children) {
     std::vector<std::string> stale;
+    if (stale_prefixes_.empty()) return stale;  // the first attempt: no need to read a long listing
     for (const auto& child : children) {
         if (std::any_of(stale_prefixes_.begin(), stale_prefixes_.end(), [&](const std::string& p) { return has_prefix(child, p); })) {
             stale.push_back(full(child));

@@ -18,10 +18,6 @@ void add_once(std::vector<std::string>& deletes, const std::string& path) {
     if (!path.empty() && std::find(deletes.begin(), deletes.end(), path) == deletes.end()) deletes.push_back(path);
 }
 
-auto named(std::string_view name) {
-    return [name](const contender& c) { return c.name == name; };
-}
-
 }  // namespace
 
 queue_fsm::queue_fsm(queue_options options, std::function<std::string()> make_uuid)
@@ -131,20 +127,19 @@ bool queue_fsm::cleanup_pending() const noexcept {
     return abandoned_ && (phase_ == phase::creating || phase_ == phase::recovering);
 }
 
-std::vector<contender> queue_fsm::take_listing(const std::vector<std::string>& children,
-                                               std::vector<std::string>& deletes) {
-    auto queue = sorted_contenders(children, options_.kind);
+const std::vector<contender>& queue_fsm::take_listing(const listing& children, skipped_nodes& skipped,
+                                                      std::vector<std::string>& deletes) {
     fresh_listing_ = true;
     // Our own leftovers are being deleted: waiting on them would only cost a round trip.
-    for (auto& path : create_.stale_children(children)) {
-        std::erase_if(queue, named(zkr::node_name(path)));
+    for (auto& path : create_.stale_children(children.children())) {
+        skipped.emplace_back(zkr::node_name(path));
         deletes.push_back(std::move(path));
     }
-    return queue;
+    return children.queue(options_.kind);
 }
 
 queue_fsm::action queue_fsm::on_created_and_listed(error_code create_error, const create_result& created,
-                                                   error_code list_error, const std::vector<std::string>& children,
+                                                   error_code list_error, const listing& children,
                                                    std::int64_t session) {
     if (phase_ != phase::creating) return {};
     if (create_error == errc::no_node) {
@@ -156,7 +151,7 @@ queue_fsm::action queue_fsm::on_created_and_listed(error_code create_error, cons
     if (!create_error) {
         create_.created(created);
         node_deleted_ = false;
-        if (abandoned_) return finish_abandoned(list_error ? std::vector<std::string>{} : create_.stale_children(children));
+        if (abandoned_) return finish_abandoned(list_error ? std::vector<std::string>{} : create_.stale_children(children.children()));
         if (list_error) {
             // The listing was retried under the retry policy already: asking again would only
             // double the time an outage takes to be reported.
@@ -165,8 +160,9 @@ queue_fsm::action queue_fsm::on_created_and_listed(error_code create_error, cons
             return ask(step::list{options_.path});
         }
         std::vector<std::string> deletes;
-        auto queue = take_listing(children, deletes);
-        return evaluate(std::move(queue), session, std::move(deletes));
+        skipped_nodes skipped;
+        const auto& queue = take_listing(children, skipped, deletes);
+        return evaluate(queue, std::move(skipped), session, std::move(deletes));
     }
     if (outcome_unknown(create_error)) {
         create_.in_doubt(session);
@@ -189,10 +185,10 @@ queue_fsm::action queue_fsm::on_parents_created(error_code error) {
     return create_step();
 }
 
-queue_fsm::action queue_fsm::recover(const std::vector<std::string>& children) {
+queue_fsm::action queue_fsm::recover(const listing& children) {
     // This listing settles the current attempt's create: found (below) or not applied.
-    auto candidate = create_.settle(children);
-    std::vector<std::string> deletes = create_.stale_children(children);
+    auto candidate = create_.settle(children.children());
+    std::vector<std::string> deletes = create_.stale_children(children.children());
     candidate_.clear();
     candidate_deleted_ = false;
     if (!candidate) {
@@ -209,16 +205,16 @@ queue_fsm::action queue_fsm::recover(const std::vector<std::string>& children) {
     return ask(step::check_owner{create_.full(candidate_)}, std::move(deletes));
 }
 
-queue_fsm::action queue_fsm::on_listed(error_code error, const std::vector<std::string>& children,
-                                       std::int64_t session) {
+queue_fsm::action queue_fsm::on_listed(error_code error, const listing& children, std::int64_t session) {
     if (phase_ != phase::listing && phase_ != phase::recovering) return {};
     bool recovering = phase_ == phase::recovering;
     if (!error) {
         if (recovering) return recover(children);
-        if (abandoned_) return finish_abandoned(create_.stale_children(children));
+        if (abandoned_) return finish_abandoned(create_.stale_children(children.children()));
         std::vector<std::string> deletes;
-        auto queue = take_listing(children, deletes);
-        return evaluate(std::move(queue), session, std::move(deletes));
+        skipped_nodes skipped;
+        const auto& queue = take_listing(children, skipped, deletes);
+        return evaluate(queue, std::move(skipped), session, std::move(deletes));
     }
     if (error == errc::no_node) {
         // The queue's path itself is gone (a container reaped): so is any node of ours.
@@ -245,8 +241,9 @@ queue_fsm::action queue_fsm::on_owner(error_code error, const exists_result& res
         node_deleted_ = candidate_deleted_;
         if (abandoned_) return finish_abandoned();
         std::vector<std::string> deletes;
-        auto queue = take_listing(children, deletes);
-        return evaluate(std::move(queue), session, std::move(deletes));
+        skipped_nodes skipped;
+        const auto& queue = take_listing(children, skipped, deletes);
+        return evaluate(queue, std::move(skipped), session, std::move(deletes));
     }
     // Made by a session that is gone (or going), or not checked: never adopt it (CURATOR-604),
     // remove it. Its name carries our uuid, so the delete can never hit another owner's node.
@@ -259,10 +256,11 @@ queue_fsm::action queue_fsm::on_owner(error_code error, const exists_result& res
     return restart(std::move(deletes), make_error_code(errc::session_expired));
 }
 
-queue_fsm::action queue_fsm::evaluate(std::vector<contender> queue, std::int64_t session,
+queue_fsm::action queue_fsm::evaluate(const std::vector<contender>& queue, skipped_nodes skipped, std::int64_t session,
                                       std::vector<std::string> deletes) {
     const std::string& node = create_.node_name();
-    auto ours = std::find_if(queue.begin(), queue.end(), named(node));
+    auto ours = locate(queue, node);
+    if (ours != queue.end() && std::find(skipped.begin(), skipped.end(), node) != skipped.end()) ours = queue.end();
     if (ours == queue.end() || session == 0 || session != create_.session()) {
         // Our node went with its session, or it is of a session we no longer have: it can hold
         // nothing for us. Start over with a node of the current session.
@@ -271,10 +269,12 @@ queue_fsm::action queue_fsm::evaluate(std::vector<contender> queue, std::int64_t
     }
     // The owner's write node may step aside for its read node only if it is of our very session.
     std::string ignore = ignored_write_node();
-    decision d = decide(queue, node, ignore);
+    decision d = decide(queue, node, ignore, skipped);
     if (d.holds) {
-        if (!ignore.empty()) pins_write_node_ = writer_between(queue, ignore, node);
-        someone_behind_ = std::next(ours) != queue.end();
+        if (!ignore.empty()) pins_write_node_ = writer_between(queue, ignore, node, skipped);
+        someone_behind_ = std::any_of(std::next(ours), queue.end(), [&](const contender& c) {
+            return std::find(skipped.begin(), skipped.end(), c.name) == skipped.end();
+        });
         return finish(true, {}, std::move(deletes));
     }
     if (!options_.wait) return finish(false, {}, std::move(deletes));  // a try leaves nothing behind
@@ -282,13 +282,13 @@ queue_fsm::action queue_fsm::evaluate(std::vector<contender> queue, std::int64_t
     watched_holds_ = false;
     watched_is_zkr_ = false;
     child_watch_set_ = false;
-    watched_reads_ = std::any_of(queue.begin(), queue.end(),
-                                 [&](const contender& c) { return c.name == watched_ && c.kind == queue_kind::read; });
+    auto watched = locate(queue, watched_);
+    watched_reads_ = watched != queue.end() && watched->kind == queue_kind::read;
     // What the watched node's departure will mean, worked out now: the listing is not kept.
     // Nodes ahead of us can only leave, never arrive.
-    std::erase_if(queue, named(watched_));
-    departure_holds_ = decide(queue, node, ignore).holds;
-    departure_pins_ = departure_holds_ && !ignore.empty() && writer_between(queue, ignore, node);
+    skipped.push_back(watched_);
+    departure_holds_ = decide(queue, node, ignore, skipped).holds;
+    departure_pins_ = departure_holds_ && !ignore.empty() && writer_between(queue, ignore, node, skipped);
     // If its departure alone gives us the lock (it is first in our listing, or only readers
     // stand between), a mark would tell us nothing: watch for the departure only, and spare the
     // server a read and us a notification. Nor would a reader's mark (a reader never marks).

@@ -61,9 +61,9 @@ public:
     action on(const any_reply& r, std::int64_t session);
 
     action on_created_and_listed(error_code create_error, const create_result& created, error_code list_error,
-                                 const std::vector<std::string>& children, std::int64_t session);
+                                 const listing& children, std::int64_t session);
     action on_parents_created(error_code error);
-    action on_listed(error_code error, const std::vector<std::string>& children, std::int64_t session);
+    action on_listed(error_code error, const listing& children, std::int64_t session);
     action on_owner(error_code error, const exists_result& result, std::int64_t session);
     /// The replies of a `watch` step. `error` is the get_data's if the mark was wanted, else the
     /// get_children's: none means the node exists and that watch is set, on the client's session
@@ -119,19 +119,23 @@ private:
 
     action new_attempt(std::vector<std::string> deletes = {});
     action restart(std::vector<std::string> deletes, error_code why);
-    action evaluate(std::vector<contender> queue, std::int64_t session, std::vector<std::string> deletes = {});
+    /// `queue` read without `skipped` (shared with the listing's other readers: never copied).
+    action evaluate(const std::vector<contender>& queue, skipped_nodes skipped, std::int64_t session,
+                    std::vector<std::string> deletes);
     action after_departure(std::int64_t session);
     action watch_step();
     /// Our node is gone while we wait (someone deleted it): take our watch off, then queue anew.
     action own_node_gone();
-    action recover(const std::vector<std::string>& children);
+    action recover(const listing& children);
     action finish(bool acquired, error_code error, std::vector<std::string> deletes = {});
     bool should_mark() const;
     action finish_abandoned(std::vector<std::string> deletes = {});
     action ask(decltype(action::next) next, std::vector<std::string> deletes = {});
     action create_step();
-    /// The listing as a queue, without our own leftovers (their deletes are added to `deletes`).
-    std::vector<contender> take_listing(const std::vector<std::string>& children, std::vector<std::string>& deletes);
+    /// The listing as a queue; our own leftovers in it are to be skipped (their names are added
+    /// to `skipped`, their deletes to `deletes`).
+    const std::vector<contender>& take_listing(const listing& children, skipped_nodes& skipped,
+                                               std::vector<std::string>& deletes);
     std::string ignored_write_node() const;
     /// Our node, to delete now, unless its delete was asked for already.
     void delete_ours(std::vector<std::string>& deletes);
@@ -144,7 +148,7 @@ private:
     // What the last evaluation left to go on (no listing is kept while waiting).
     bool fresh_listing_ = false;      // we hold on a listing made after the last departure we saw...
     bool someone_behind_ = false;     // ... and that listing showed someone after us
-    std::vector<std::string> recovered_children_;  // a listing kept only while a candidate's owner is checked
+    listing recovered_children_;  // a listing kept only while a candidate's owner is checked
     std::string candidate_;           // a node carrying our prefix, being checked
     bool candidate_deleted_ = false;  // ... whose delete was asked for already (an abandon)
     std::string watched_;

@@ -53,34 +53,63 @@ std::vector<contender> sorted_contenders(const std::vector<std::string>& childre
     return queue;
 }
 
-decision decide(const std::vector<contender>& queue, std::string_view ours, std::string_view ignore) {
-    auto self = std::find_if(queue.begin(), queue.end(), [&](const contender& c) { return c.name == ours; });
+namespace {
+
+bool queue_order(const contender& a, std::int64_t sequence, std::string_view name) {
+    return a.sequence != sequence ? a.sequence < sequence : a.name < name;
+}
+
+bool is_skipped(const skipped_nodes& skipped, std::string_view name) {
+    return std::find(skipped.begin(), skipped.end(), name) != skipped.end();
+}
+
+}  // namespace
+
+std::vector<contender>::const_iterator locate(const std::vector<contender>& queue, std::string_view name) {
+    // Every contender's name ends in its sequence number (the text after its recipe's name).
+    std::size_t digits = name.size();
+    while (digits > 0 && name[digits - 1] >= '0' && name[digits - 1] <= '9') --digits;
+    std::int64_t sequence = 0;
+    auto [end, ec] = std::from_chars(name.data() + digits, name.data() + name.size(), sequence);
+    if (digits == name.size() || ec != std::errc()) {
+        return std::find_if(queue.begin(), queue.end(), [&](const contender& c) { return c.name == name; });
+    }
+    auto it = std::lower_bound(queue.begin(), queue.end(), name,
+                               [&](const contender& c, std::string_view n) { return queue_order(c, sequence, n); });
+    return it != queue.end() && it->name == name ? it : queue.end();
+}
+
+decision decide(const std::vector<contender>& queue, std::string_view ours, std::string_view ignore,
+                const skipped_nodes& skipped) {
+    auto self = locate(queue, ours);
     if (self == queue.end()) return {};  // the caller checks presence first
+    auto counts = [&](const contender& c) { return !is_skipped(skipped, c.name); };
     if (self->kind == queue_kind::read) {
         // The thread holding the write lock may read at once (a downgrade): its own write node
         // precedes ours, no writer precedes that, so no one else can hold meanwhile.
-        auto own = std::find_if(queue.begin(), self, [&](const contender& c) { return c.name == ignore; });
-        if (!ignore.empty() && own != self &&
-            std::none_of(queue.begin(), own, [](const contender& c) { return c.kind != queue_kind::read; }))
+        auto own = ignore.empty() ? self : locate(queue, ignore);
+        if (own != queue.end() && own < self &&
+            std::none_of(queue.begin(), own, [&](const contender& c) { return counts(c) && c.kind != queue_kind::read; }))
             return {true, {}};
         for (auto it = self; it != queue.begin();) {
             --it;
-            if (it->kind != queue_kind::read && it->name != ignore) return {false, it->name};
+            if (it->kind != queue_kind::read && it->name != ignore && counts(*it)) return {false, it->name};
         }
         return {true, {}};
     }
     for (auto it = self; it != queue.begin();) {
         --it;
-        if (it->name != ignore) return {false, it->name};
+        if (it->name != ignore && counts(*it)) return {false, it->name};
     }
     return {true, {}};
 }
 
-bool writer_between(const std::vector<contender>& queue, std::string_view first, std::string_view second) {
-    auto a = std::find_if(queue.begin(), queue.end(), [&](const contender& c) { return c.name == first; });
-    auto b = std::find_if(queue.begin(), queue.end(), [&](const contender& c) { return c.name == second; });
+bool writer_between(const std::vector<contender>& queue, std::string_view first, std::string_view second,
+                    const skipped_nodes& skipped) {
+    auto a = locate(queue, first);
+    auto b = locate(queue, second);
     if (a == queue.end() || b == queue.end() || a >= b) return false;
-    return std::any_of(a + 1, b, [](const contender& c) { return c.kind != queue_kind::read; });
+    return std::any_of(a + 1, b, [&](const contender& c) { return c.kind != queue_kind::read && !is_skipped(skipped, c.name); });
 }
 
 std::string protection_prefix(std::string_view uuid) { return "_c_" + std::string(uuid) + "-"; }

@@ -47,15 +47,26 @@ struct decision {
     std::string watch;  ///< the node to watch when it does not hold (empty when it holds)
 };
 
-/// Decides for `ours` (which must be in `queue`). `ignore` names a node of our own that must
-/// not block us (the write node of a thread that downgrades to a read lock).
+/// Nodes of a queue to read as if they were not in it (our own leftovers being deleted, a node
+/// whose departure we work out ahead): a few names, so a shared queue need not be copied.
+using skipped_nodes = std::vector<std::string>;
+
+/// The node named `name` in `queue` (sorted as sorted_contenders sorts), found by its sequence
+/// number in O(log n); queue.end() if it is not there.
+std::vector<contender>::const_iterator locate(const std::vector<contender>& queue, std::string_view name);
+
+/// Decides for `ours` (which must be in `queue`), reading `queue` without the nodes in `skipped`.
+/// `ignore` names a node of our own that must not block us (the write node of a thread that
+/// downgrades to a read lock).
 /// - exclusive, write, latch: first holds; else watch the immediate predecessor.
 /// - read: holds when no write node precedes it, or when `ignore` precedes it with only readers
 ///   before that (the thread's own write node: a downgrade); else watch the nearest preceding writer.
-decision decide(const std::vector<contender>& queue, std::string_view ours, std::string_view ignore = {});
+decision decide(const std::vector<contender>& queue, std::string_view ours, std::string_view ignore = {},
+                const skipped_nodes& skipped = {});
 
-/// True if a node other than a reader stands between `first` and `second` in the queue.
-bool writer_between(const std::vector<contender>& queue, std::string_view first, std::string_view second);
+/// True if a node other than a reader (and not in `skipped`) stands between `first` and `second`.
+bool writer_between(const std::vector<contender>& queue, std::string_view first, std::string_view second,
+                    const skipped_nodes& skipped = {});
 
 /// The protection prefix of a node we create: "_c_<uuid>-".
 std::string protection_prefix(std::string_view uuid);

@@ -5,6 +5,7 @@
 // at any step.
 #pragma once
 
+#include "listing.hpp"
 #include "zkr/error.hpp"
 #include "zkr/types.hpp"
 
@@ -61,18 +62,18 @@ struct created_and_listed {
     error_code create_error;
     create_result created;
     error_code list_error;
-    std::vector<std::string> children;
+    listing children;  ///< shared with whoever else of the client the listing answered
 };
 struct parents_created { error_code error; };
 struct multi_and_listed {
     error_code error;  ///< the first failing op's (the results say which), or the transport's
     std::vector<multi_op_result> results;
     error_code list_error;
-    std::vector<std::string> children;
+    listing children;  ///< shared with whoever else of the client the listing answered
 };
 struct listed {
     error_code error;
-    std::vector<std::string> children;
+    listing children;  ///< shared with whoever else of the client the listing answered
 };
 struct owner {
     error_code error;

@@ -1,0 +1,131 @@
+// One listing per client per change (issue 23): waiters of one client that need a listing of
+// the same lock path while one is in flight share the next one, and that one is always sent
+// after what made them ask — so sharing never hides a change. Counted on the wire by a proxy that
+// holds the client's traffic still while the waiters queue; nothing here depends on timing.
+#include "support/fault_proxy.hpp"
+#include "support/session_tools.hpp"
+#include "support/zk_cluster.hpp"
+#include "zkr/client.hpp"
+#include "zkr/mutex.hpp"
+#include "zkr/shared_mutex.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <mutex>
+#include <string>
+#include <vector>
+
+using namespace std::chrono_literals;
+using zkr::test::eventually;
+using zkr::test::fault_proxy;
+using zkr::test::queue_length;
+using zkr::test::test_connect_string;
+using zkr::test::test_options;
+using zkr::test::unique_path;
+namespace zk_op = zkr::test::zk_op;
+
+namespace {
+
+std::string first_server(const std::string& connect) {
+    auto hosts = connect.substr(0, connect.find('/'));
+    return hosts.substr(0, hosts.find(','));
+}
+
+// Listings of the lock path itself (a waiter's watches are set with getChildren of nodes in it).
+std::size_t listings_seen(const fault_proxy& proxy, const std::string& path) {
+    return proxy.requests_seen(zk_op::get_children, path) + proxy.requests_seen(zk_op::get_children2, path);
+}
+
+// Waiters queued with async_lock; each releases as soon as it is granted, and the order of the
+// grants is kept (fencing tokens: the nodes' czxids, in the order they were created).
+struct granted_waiters {
+    std::mutex mutex;
+    std::vector<std::int64_t> tokens;
+    std::vector<std::string> errors;
+
+    template <class Lockable>
+    void queue(Lockable& lockable) {
+        lockable.async_lock([this](zkr::error_code ec, zkr::lock_hold hold) {
+            std::lock_guard lock(mutex);
+            if (ec) {
+                errors.push_back(ec.message());
+                return;
+            }
+            tokens.push_back(hold.fencing_token());
+            hold.async_unlock([](zkr::error_code) {});
+        });
+    }
+    std::size_t count() {
+        std::lock_guard lock(mutex);
+        return tokens.size() + errors.size();
+    }
+};
+
+}  // namespace
+
+TEST_CASE("waiters of one client share a listing: two hundred queued while one is in flight cost two listings, and are served in order",
+          "[listing_share]") {
+    const int waiters = 200;
+    std::string path = unique_path("listing-share");
+    zkr::client holder_client(test_options(test_connect_string()));
+    zkr::mutex holder(holder_client, path);
+    holder.lock();
+
+    fault_proxy proxy(first_server(test_connect_string()));
+    zkr::client c(test_options(proxy.address()));
+    c.wait_connected(10s);
+    zkr::mutex m(c, path);
+    auto listings_before = listings_seen(proxy, path);
+    auto creates_before = proxy.requests_seen(zk_op::create) + proxy.requests_seen(zk_op::create2);
+
+    // Nothing this client sends is answered until every waiter has asked: the first listing is
+    // in flight all along, and every other waiter's must wait for the one after it.
+    proxy.blackhole(true);
+    granted_waiters w;
+    for (int i = 0; i < waiters; ++i) w.queue(m);
+    proxy.blackhole(false);
+
+    REQUIRE(eventually([&] { return queue_length(holder_client, path) == waiters + 1; }, 30s));
+    CHECK(listings_seen(proxy, path) - listings_before == 2);
+    CHECK(proxy.requests_seen(zk_op::create) + proxy.requests_seen(zk_op::create2) - creates_before == waiters);
+
+    holder.unlock();
+    REQUIRE(eventually([&] { return w.count() == waiters; }, 60s));
+    std::lock_guard lock(w.mutex);
+    CHECK(w.errors.empty());
+    CHECK(std::is_sorted(w.tokens.begin(), w.tokens.end()));  // FIFO: in the order they queued
+    CHECK(eventually([&] { return queue_length(holder_client, path) == 0; }));
+}
+
+// The ticket rule. B's create is sent after A's listing: were B answered by that listing (sent
+// before it asked), it would not find its node there and would queue again with a second node.
+TEST_CASE("a listing asked for while one is in flight is answered by the next one, which shows what changed since",
+          "[listing_share]") {
+    std::string path = unique_path("listing-ticket");
+    zkr::client holder_client(test_options(test_connect_string()));
+    zkr::shared_mutex holder(holder_client, path);
+    holder.lock();
+
+    fault_proxy proxy(first_server(test_connect_string()));
+    zkr::client c(test_options(proxy.address()));
+    c.wait_connected(10s);
+    zkr::shared_mutex rw(c, path);
+    auto creates_before = proxy.requests_seen(zk_op::create) + proxy.requests_seen(zk_op::create2);
+    auto listings_before = listings_seen(proxy, path);
+
+    proxy.blackhole(true);
+    granted_waiters w;
+    w.queue(rw.write_lock());  // A: its create, then the listing in flight
+    w.queue(rw.read_lock());  // B: its create after A's listing; its own listing waits for the next
+    w.queue(rw.write_lock());  // C: shares B's
+    proxy.blackhole(false);
+
+    REQUIRE(eventually([&] { return queue_length(holder_client, path) == 4; }));
+    CHECK(proxy.requests_seen(zk_op::create) + proxy.requests_seen(zk_op::create2) - creates_before == 3);
+    CHECK(listings_seen(proxy, path) - listings_before == 2);
+    holder.unlock();
+    REQUIRE(eventually([&] { return w.count() == 3; }));
+    std::lock_guard lock(w.mutex);
+    CHECK(w.errors.empty());
+    CHECK(eventually([&] { return queue_length(holder_client, path) == 0; }));
+}
