@@ -462,17 +462,33 @@ void client_impl::remove(std::string path, std::int32_t version, completion<> do
     submit(make_remove(*this, std::move(path), version, std::move(done)));
 }
 
+std::shared_ptr<watch_state> client_impl::add_watch(const std::string& path, watch_kind kind) {
+    auto ws = watches_.add(this, weak_from_this(), user_executor_, path, kind, options_.max_request_size, chroot_.size());
+    if (!ws && !watch_limit_reported_.exchange(true)) {
+        log::write(log::level::error,
+                   "zkr::client: a watch on '" + path + "' refused (errc::too_many_watches): the watches this client " +
+                       "sets again after a reconnection already take " + std::to_string(watches_.set_watches_size()) +
+                       " bytes in one request, and client_options::max_request_size is " +
+                       std::to_string(options_.max_request_size) +
+                       "; the server would drop every reconnection. Spread waiters over more clients "
+                       "(said once per client)");
+    }
+    return ws;
+}
+
 void client_impl::exists(std::string path, bool watch, completion<exists_result> done) {
     request_sizer sizer(options_);
     if (auto ec = check_input(path, false, sizer, sizer.read(path.size()))) return done(ec, {});
-    auto ws = watch ? watches_.add(this, weak_from_this(), user_executor_, path, watch_kind::data) : nullptr;
+    std::shared_ptr<watch_state> ws;
+    if (watch && !(ws = add_watch(path, watch_kind::data))) return done(make_error_code(errc::too_many_watches), {});
     submit(make_exists(*this, std::move(path), std::move(ws), std::move(done)));
 }
 
 void client_impl::get_data(std::string path, bool watch, completion<data_result> done) {
     request_sizer sizer(options_);
     if (auto ec = check_input(path, false, sizer, sizer.read(path.size()))) return done(ec, {});
-    auto ws = watch ? watches_.add(this, weak_from_this(), user_executor_, path, watch_kind::data) : nullptr;
+    std::shared_ptr<watch_state> ws;
+    if (watch && !(ws = add_watch(path, watch_kind::data))) return done(make_error_code(errc::too_many_watches), {});
     submit(make_get_data(*this, std::move(path), std::move(ws), std::move(done)));
 }
 
@@ -485,7 +501,8 @@ void client_impl::set_data(std::string path, std::string data, std::int32_t vers
 void client_impl::get_children(std::string path, bool watch, completion<children_result> done) {
     request_sizer sizer(options_);
     if (auto ec = check_input(path, false, sizer, sizer.read(path.size()))) return done(ec, {});
-    auto ws = watch ? watches_.add(this, weak_from_this(), user_executor_, path, watch_kind::child) : nullptr;
+    std::shared_ptr<watch_state> ws;
+    if (watch && !(ws = add_watch(path, watch_kind::child))) return done(make_error_code(errc::too_many_watches), {});
     submit(make_get_children(*this, std::move(path), std::move(ws), std::move(done)));
 }
 

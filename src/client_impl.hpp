@@ -135,6 +135,8 @@ public:
     void get_data(std::string path, bool watch, completion<data_result> done) override;
     void set_data(std::string path, std::string data, std::int32_t version, completion<zkr::stat> done) override;
     void get_children(std::string path, bool watch, completion<children_result> done) override;
+    /// A watch state for a read about to be sent; null (logged once) for errc::too_many_watches.
+    std::shared_ptr<watch_state> add_watch(const std::string& path, watch_kind kind);
     void multi(std::vector<multi_op> ops, completion<std::vector<multi_op_result>> done) override;
     /// Creates `path` and its missing ancestors (containers fall back to persistent nodes on a
     /// server without them); an existing node is fine.
@@ -246,6 +248,7 @@ private:
     std::vector<std::pair<std::uint64_t, int>> early_events_;
     std::string chroot_;                                   // of the connect string, or empty
     std::atomic<bool> chroot_missing_reported_{false};     // logged once per client
+    std::atomic<bool> watch_limit_reported_{false};        // logged once per client
     std::atomic<bool> closed_{false};
     std::atomic<bool> connected_{false};
     std::atomic<std::int64_t> negotiated_timeout_{0};

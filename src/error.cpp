@@ -62,6 +62,9 @@ public:
             case errc::attempts_exhausted: return "the operation started over as often as it may";
             case errc::chroot_missing:
                 return "the chroot of the connect string does not exist on the server: create it first";
+            case errc::too_many_watches:
+                return "too many watches on this client: a reconnection could not set them again in one request "
+                       "(client_options::max_request_size); spread the waiters over more clients";
         }
         return "unknown zkr error " + std::to_string(value);
     }

@@ -58,8 +58,28 @@ void watch_state::cancel_wait() {
     if (handler) post_handler(std::move(*handler), work, make_error_code(errc::cancelled), watch_event{});
 }
 
+namespace {
+
+std::uint64_t watch_key(watch_kind kind, const std::string& path) {
+    return std::hash<std::string>{}(path) * 31 + static_cast<std::uint64_t>(kind);
+}
+
+// A SetWatches request: header (xid, type), the relative zxid, three lists' lengths.
+constexpr std::size_t set_watches_fixed = 8 + 8 + 3 * 4;
+
+}  // namespace
+
 std::shared_ptr<watch_state> watch_registry::add(client_impl* client, std::weak_ptr<client_impl> owner,
-                                                 asio::any_io_executor executor, std::string path, watch_kind kind) {
+                                                 asio::any_io_executor executor, std::string path, watch_kind kind,
+                                                 std::size_t max_request, std::size_t chroot) {
+    auto key = watch_key(kind, path);
+    std::size_t bytes = 4 + chroot + path.size();
+    {
+        std::lock_guard lock(mutex_);
+        chroot_ = chroot;
+        auto it = distinct_.find(key);
+        if (it == distinct_.end() && set_watches_fixed + watched_bytes_ + bytes > max_request) return nullptr;
+    }
     auto ws = std::make_shared<watch_state>();
     ws->client = client;
     ws->client_owner = std::move(owner);
@@ -67,14 +87,30 @@ std::shared_ptr<watch_state> watch_registry::add(client_impl* client, std::weak_
     ws->path = std::move(path);
     ws->kind = kind;
     std::lock_guard lock(mutex_);
+    if (distinct_[key]++ == 0) watched_bytes_ += bytes;
     watches_.emplace(ws.get(), ws);
     return ws;
+}
+
+void watch_registry::uncount_locked(const watch_state& ws) {
+    auto it = distinct_.find(watch_key(ws.kind, ws.path));
+    if (it == distinct_.end()) return;
+    if (--it->second == 0) {
+        watched_bytes_ -= 4 + chroot_ + ws.path.size();
+        distinct_.erase(it);
+    }
+}
+
+std::size_t watch_registry::set_watches_size() {
+    std::lock_guard lock(mutex_);
+    return set_watches_fixed + watched_bytes_;
 }
 
 void watch_registry::forget(watch_state* ws) {
     std::shared_ptr<watch_state> released;  // destroyed outside the lock
     std::lock_guard lock(mutex_);
     if (auto it = watches_.find(ws); it != watches_.end()) {
+        uncount_locked(*it->second);
         released = std::move(it->second);
         watches_.erase(it);
     }
@@ -105,6 +141,7 @@ void watch_registry::end_stale(std::uint64_t current, bool all, error_code ec) {
         for (auto it = watches_.begin(); it != watches_.end();) {
             // Watches not yet armed belong to a read in flight, which cleans up after itself.
             if (it->second->armed && (all || it->second->generation != current)) {
+                uncount_locked(*it->second);
                 ended.push_back(it->second);
                 retired_.emplace(it->second->generation, std::move(it->second));
                 it = watches_.erase(it);
@@ -119,6 +156,7 @@ void watch_registry::end_stale(std::uint64_t current, bool all, error_code ec) {
 void watch_registry::retire(watch_state* ws) {
     std::lock_guard lock(mutex_);
     if (auto it = watches_.find(ws); it != watches_.end()) {
+        uncount_locked(*it->second);
         retired_.emplace(ws->generation, std::move(it->second));
         watches_.erase(it);
     }
@@ -134,6 +172,7 @@ void watch_registry::release_handle(std::uint64_t generation, error_code ec) {
         retired_.erase(first, last);
         for (auto it = watches_.begin(); it != watches_.end();) {
             if (it->second->armed && it->second->generation == generation) {
+                uncount_locked(*it->second);
                 ended.push_back(std::move(it->second));
                 it = watches_.erase(it);
             } else {

@@ -3,6 +3,8 @@
 // removed, or its session ends.
 #pragma once
 
+#include <cstdint>
+
 #include "completion.hpp"
 #include "live_objects.hpp"
 #include "zkr/types.hpp"
@@ -61,8 +63,18 @@ struct watch_access {
 
 class watch_registry {
 public:
+    /// A new watch state; null when the watch is refused: with it, the watches a reconnection
+    /// sets again would not fit in one request of `max_request` bytes (see set_watches_size).
+    /// `chroot`: the length of the connect string's chroot, which the server sees before every path.
     std::shared_ptr<watch_state> add(client_impl* client, std::weak_ptr<client_impl> owner,
-                                     boost::asio::any_io_executor executor, std::string path, watch_kind kind);
+                                     boost::asio::any_io_executor executor, std::string path, watch_kind kind,
+                                     std::size_t max_request = SIZE_MAX, std::size_t chroot = 0);
+    /// The size, as the server reads it, of the SetWatches request a reconnection sends: every
+    /// watched path once per kind. libzookeeper_mt 3.8 sends them all in one request; over the
+    /// servers' jute.maxbuffer, the server drops the connection and the client reconnects and sends
+    /// it again, for ever (measured: docs/operations.md, "Deep queues"). So add() refuses a watch
+    /// that would take it over client_options::max_request_size.
+    std::size_t set_watches_size();
     void forget(watch_state* ws);
     /// Armed watches other than `ws` on the same path, kind and handle.
     std::vector<std::shared_ptr<watch_state>> sharing(const watch_state& ws);
@@ -83,8 +95,15 @@ public:
     std::size_t retired();
 
 private:
+    void uncount_locked(const watch_state& ws);
+
     std::mutex mutex_;
     std::unordered_map<watch_state*, std::shared_ptr<watch_state>> watches_;
+    // Distinct (kind, path) among watches_, by a hash of both: how many states share each, and
+    // the bytes they take in a SetWatches request (a length and the path, with the chroot).
+    std::unordered_map<std::uint64_t, std::uint32_t> distinct_;
+    std::size_t watched_bytes_ = 0;
+    std::size_t chroot_ = 0;
     std::unordered_multimap<std::uint64_t, std::shared_ptr<watch_state>> retired_;  // by handle
 };
 

@@ -73,6 +73,9 @@ enum class errc : int {
                              ///< operation_canceled condition)
     attempts_exhausted,      ///< the operation started over as often as it may (fresh lock nodes after session losses)
     chroot_missing,          ///< the connect string's chroot (its "/path" suffix) is not a node on the server
+    too_many_watches,        ///< a watch refused: with it, the watches a reconnection sets again (in
+                             ///< one request) would exceed client_options::max_request_size, and the
+                             ///< server would drop every reconnection for ever (docs/operations.md)
 };
 
 /// The category of every zkr::errc value, named "zkr" (with a fixed id: it compares equal across

@@ -60,7 +60,7 @@ semaphore_snapshot read_semaphore(zkr::client& client, event_loop& loop, const s
             ++snapshot.other_children;
             continue;
         }
-        snapshot.leases.push_back({child, *sequence, {}});
+        snapshot.leases.push_back({child, *sequence, false, {}});  // holds: decided below
     }
     std::sort(snapshot.leases.begin(), snapshot.leases.end(), [](const lease_entry& a, const lease_entry& b) {
         return a.sequence != b.sequence ? a.sequence < b.sequence : a.name < b.name;
