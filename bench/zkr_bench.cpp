@@ -31,6 +31,9 @@
 //   sem-uncontended, sem-contended
 //                  --threads threads, each its own zkr::semaphore(PATH, --max M): acquire() +
 //                  release() per cycle; also acquire_p50_us (acquire alone), max_leases, most_held
+//   queue-depth    a holder, then --waiters async acquisitions queued on PATH from --clients
+//                  clients (split over --procs processes), each released as soon as granted:
+//                  per_handoff_us, rss_per_waiter_kb, server_requests_per_handoff (issue 23)
 // latch-join and sem-* add server_requests_per_cycle: the server's mntr zk_packets_received over
 // the window / the cycles in it (every session's: meaningful while nothing else uses the server).
 // The raw drivers do uncontended, distinct and rtt only (they have no waiting).
@@ -48,6 +51,9 @@
 //   --resolve-delay MS  raw drivers: zoo_set_servers_resolution_delay(MS) (-1: never re-resolve);
 //                       default 0, the C client's own default: re-resolve on every I/O loop turn
 //   --max M             sem-*: the semaphore's maximum                          [3]
+//   --clients K         queue-depth: clients, over all its processes            [10]
+//   --procs P           queue-depth: processes the waiters are split over       [1]
+//   --pause-queued S    queue-depth (one process): pause S s once queued, for a fault by hand
 //
 // A cycle is acquire + release, measured from the call to acquire to the return of release. Output
 // (one line): cycles in the window, cycles_per_s, p50_us, p99_us, cpu_s (user+sys of this
@@ -61,8 +67,10 @@
 #include <zookeeper/zookeeper.h>
 
 #include <netdb.h>
+#include <malloc.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -103,6 +111,9 @@ struct options {
     std::uint64_t seed = 1;
     int resolve_delay_ms = 0;  // raw drivers: zoo_set_servers_resolution_delay (0: the C client's default)
     int max = 3;               // sem-*: the semaphore's maximum
+    int clients = 10;          // queue-depth: clients (over all processes)
+    int procs = 1;             // queue-depth: processes
+    int pause_queued = 0;      // queue-depth: seconds to pause once queued (faults by hand)
 };
 
 [[noreturn]] void usage(const std::string& why) {
@@ -137,6 +148,9 @@ options parse(int argc, char** argv) {
             else if (a == "--seed") o.seed = std::stoull(value());
             else if (a == "--resolve-delay") o.resolve_delay_ms = std::stoi(value());
             else if (a == "--max") o.max = std::stoi(value());
+            else if (a == "--clients") o.clients = std::stoi(value());
+            else if (a == "--procs") o.procs = std::stoi(value());
+            else if (a == "--pause-queued") o.pause_queued = std::stoi(value());
             else if (a.rfind("--", 0) == 0) usage("unknown option " + a);
             else pos.push_back(a);
         } catch (const std::logic_error&) {
@@ -780,7 +794,254 @@ int run_zkr_semaphore(const options& o, zkr::client& client) {
     return r.errors ? 1 : 0;
 }
 
+// ------------------------------------------------------------------ queue-depth (issue 23)
+//
+// A holder, then --waiters async acquisitions queued on one zkr::mutex path from --clients
+// clients (round robin), in this process or split over --procs processes (this binary again,
+// "queue-depth-part"); each releases as soon as it is granted. As RecipeBench's queue-depth:
+// queue_s, chain_s, per_handoff_us = chain / N, the first and last tenth's mean gap between
+// grants; and rss_per_waiter_kb (resident memory while the queue stands, less before it, / N),
+// server_requests_per_handoff (mntr zk_packets_received over the chain / N).
+
+double seconds_since(clock_type::time_point t) { return std::chrono::duration<double>(clock_type::now() - t).count(); }
+
+long current_rss_kb() {
+    std::FILE* f = std::fopen("/proc/self/statm", "r");
+    long pages = 0, resident = 0;
+    if (f) {
+        if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+        std::fclose(f);
+    }
+    return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+/// This process's share of a deep queue: its clients, its waiters, their grants.
+struct queue_share {
+    std::vector<std::unique_ptr<zkr::client>> clients;
+    std::vector<std::unique_ptr<zkr::mutex>> locks;
+    std::mutex m;
+    std::condition_variable cv;
+    std::vector<std::int64_t> grant_ns;
+    std::vector<std::string> errors;
+
+    queue_share(const options& o, int clients_here) {
+        for (int i = 0; i < clients_here; ++i) {
+            zkr::client_options co;
+            co.connect = o.connect;
+            co.session_timeout = 30s;
+            clients.push_back(std::make_unique<zkr::client>(co));
+        }
+        for (auto& c : clients) {
+            c->wait_connected(15s);
+            locks.push_back(std::make_unique<zkr::mutex>(*c, o.path));
+        }
+    }
+    void queue(int waiters) {
+        grant_ns.reserve(static_cast<std::size_t>(waiters));
+        for (int i = 0; i < waiters; ++i) {
+            locks[static_cast<std::size_t>(i) % locks.size()]->async_lock([this](zkr::error_code ec, zkr::lock_hold hold) {
+                auto t = now_ns();
+                {
+                    std::lock_guard lock(m);
+                    if (ec) errors.push_back(ec.message());
+                    else grant_ns.push_back(t);
+                }
+                cv.notify_all();
+                if (!ec) hold.async_unlock([](zkr::error_code) {});
+            });
+        }
+    }
+    /// Waits until `n` are granted or failed; false past the deadline.
+    bool wait_all(std::size_t n, std::chrono::seconds timeout) {
+        std::unique_lock lock(m);
+        return cv.wait_for(lock, timeout, [&] { return grant_ns.size() + errors.size() >= n; });
+    }
+};
+
+/// A child process running part of the queue: "ready", then on "go" it queues; on "rss" it says
+/// its resident memory less what it had before queueing; when all its waiters are served it
+/// prints "done <errors> <grant ns>...".
+int run_queue_part(const options& o) {
+    queue_share share(o, o.threads);
+    long before = current_rss_kb();
+    std::cout << "ready" << std::endl;
+    std::string line;
+    if (!std::getline(std::cin, line) || line != "go") return 1;
+    share.queue(o.waiters);
+    if (!std::getline(std::cin, line) || line != "rss") return 1;
+    std::cout << "rss " << (current_rss_kb() - before) << std::endl;
+    bool all = share.wait_all(static_cast<std::size_t>(o.waiters), 3600s);
+    std::lock_guard lock(share.m);
+    std::cout << "done " << (all ? share.errors.size() : std::size_t(1) + share.errors.size());
+    for (auto t : share.grant_ns) std::cout << ' ' << t;
+    std::cout << std::endl;
+    return 0;
+}
+
+struct part_process {
+    pid_t pid = -1;
+    std::FILE* to = nullptr;
+    std::FILE* from = nullptr;
+    std::string read_line() {
+        std::string out;
+        for (int ch; (ch = std::fgetc(from)) != EOF && ch != '\n';) out.push_back(static_cast<char>(ch));
+        return out;
+    }
+    void say(const char* word) {
+        std::fprintf(to, "%s\n", word);
+        std::fflush(to);
+    }
+};
+
+part_process spawn_part(const options& o, int waiters, int clients) {
+    int in[2], out[2];
+    if (pipe(in) != 0 || pipe(out) != 0) throw std::runtime_error("pipe failed");
+    pid_t pid = fork();
+    if (pid < 0) throw std::runtime_error("fork failed");
+    if (pid == 0) {
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        close(in[1]);
+        close(out[0]);
+        std::string w = std::to_string(waiters), c = std::to_string(clients);
+        execl("/proc/self/exe", "zkr_bench", "zkr", "queue-depth-part", o.connect.c_str(), o.path.c_str(), "--waiters", w.c_str(),
+              "--threads", c.c_str(), static_cast<char*>(nullptr));
+        _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    part_process p;
+    p.pid = pid;
+    p.to = fdopen(in[1], "w");
+    p.from = fdopen(out[0], "r");
+    return p;
+}
+
+int run_zkr_queue_depth(const options& o, zkr::client& client) {
+    const int n = o.waiters;
+    const std::string& path = o.path;
+    zkr::mutex holder(client, path);
+    holder.lock();
+    std::vector<std::int64_t> grants;
+    std::size_t errors = 0;
+    long rss_delta_kb = 0;
+    std::optional<long> heap_delta_kb;  // in one process: malloc's bytes in use (what is kept, not what the heap grew to)
+    double queue_s = 0, chain_s = 0;
+    std::int64_t packets = -1;
+    auto packets_now = [&]() -> std::int64_t {
+        try {
+            return server_packets(o.connect);
+        } catch (const std::exception&) {
+            return -1;
+        }
+    };
+    auto wait_watches = [&] {
+        // Every waiter's watches are set before the chain. The server counts a watched path once
+        // per connection ("wchs"), whatever the kinds; a waiter watches the node ahead and its
+        // own, which its successor's connection may watch too: at least N, as RecipeBench waits.
+        auto deadline = clock_type::now() + 60s;
+        while (server_watches(o.connect) < std::int64_t(n) && clock_type::now() < deadline) std::this_thread::sleep_for(5ms);
+    };
+    if (o.procs <= 1) {
+        queue_share share(o, o.clients);
+        long before = current_rss_kb();
+        auto heap_before = mallinfo2().uordblks;
+        auto q0 = clock_type::now();
+        share.queue(n);
+        wait_for_children(client, path, n + 1, 1800s, "queue-depth: queueing");
+        queue_s = seconds_since(q0);
+        wait_watches();
+        rss_delta_kb = current_rss_kb() - before;
+        heap_delta_kb = (long(mallinfo2().uordblks) - long(heap_before)) / 1024;
+        if (o.pause_queued > 0) {
+            // For a fault injected by hand while the queue stands (a server restart: every
+            // client sets all its watches again).
+            std::fprintf(stderr, "zkr_bench: queued; pausing %d s\n", o.pause_queued);
+            std::this_thread::sleep_for(std::chrono::seconds(o.pause_queued));
+        }
+        auto p0 = packets_now();
+        auto c0 = now_ns();
+        holder.unlock();
+        if (!share.wait_all(static_cast<std::size_t>(n), 3600s)) throw std::runtime_error("queue-depth: the chain did not finish within an hour");
+        auto p1 = packets_now();
+        std::lock_guard lock(share.m);
+        grants = share.grant_ns;
+        errors = share.errors.size();
+        chain_s = double(grants.empty() ? 0 : grants.back() - c0) / 1e9;
+        if (p0 >= 0 && p1 >= 0) packets = p1 - p0;
+        grants.insert(grants.begin(), c0);
+    } else {
+        std::vector<part_process> parts;
+        for (int i = 0; i < o.procs; ++i) {
+            int waiters = n / o.procs + (i < n % o.procs ? 1 : 0);
+            int clients = std::max(1, o.clients / o.procs);
+            parts.push_back(spawn_part(o, waiters, clients));
+        }
+        for (auto& p : parts)
+            if (p.read_line() != "ready") throw std::runtime_error("queue-depth: a part did not start");
+        auto q0 = clock_type::now();
+        for (auto& p : parts) p.say("go");
+        wait_for_children(client, path, n + 1, 1800s, "queue-depth: queueing");
+        queue_s = seconds_since(q0);
+        wait_watches();
+        for (auto& p : parts) {
+            p.say("rss");
+            auto line = p.read_line();
+            if (line.rfind("rss ", 0) != 0) throw std::runtime_error("queue-depth: a part said " + line);
+            rss_delta_kb += std::stol(line.substr(4));
+        }
+        auto p0 = packets_now();
+        auto c0 = now_ns();
+        holder.unlock();
+        for (auto& p : parts) {
+            std::istringstream in(p.read_line());
+            std::string word;
+            std::size_t errs = 0;
+            in >> word >> errs;
+            if (word != "done") throw std::runtime_error("queue-depth: a part ended early");
+            errors += errs;
+            for (std::int64_t t; in >> t;) grants.push_back(t);
+            std::fclose(p.to);
+            std::fclose(p.from);
+            int status = 0;
+            waitpid(p.pid, &status, 0);
+            if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++errors;
+        }
+        auto p1 = packets_now();
+        std::sort(grants.begin(), grants.end());
+        chain_s = double(grants.empty() ? 0 : grants.back() - c0) / 1e9;
+        if (p0 >= 0 && p1 >= 0) packets = p1 - p0;
+        grants.insert(grants.begin(), c0);
+    }
+    // Gaps between grants (the first from the holder's release).
+    std::vector<std::int64_t> gaps;
+    for (std::size_t i = 1; i < grants.size(); ++i) gaps.push_back(grants[i] - grants[i - 1]);
+    std::size_t handoffs = gaps.size();
+    json_line j;
+    j.str("driver", o.driver).str("scenario", "queue-depth").integer("waiters", n).integer("clients", o.clients).integer("procs", std::max(1, o.procs));
+    j.integer("handoffs", static_cast<std::int64_t>(handoffs)).num("queue_s", queue_s).num("chain_s", chain_s);
+    j.num("per_handoff_us", handoffs ? chain_s * 1e6 / double(handoffs) : 0.0);
+    j.num("handoff_p50_us", percentile_us(gaps, 0.5)).num("handoff_p99_us", percentile_us(gaps, 0.99));
+    std::size_t tenth = std::max<std::size_t>(1, handoffs / 10);
+    auto mean = [&](std::size_t from, std::size_t to) {
+        double sum = 0;
+        for (auto i = from; i < to; ++i) sum += double(gaps[i]);
+        return to > from ? sum / double(to - from) / 1e3 : 0.0;
+    };
+    if (handoffs) j.num("handoff_first_tenth_us", mean(0, std::min(tenth, handoffs))).num("handoff_last_tenth_us", mean(handoffs - std::min(tenth, handoffs), handoffs));
+    j.num("rss_per_waiter_kb", double(rss_delta_kb) / double(n));
+    if (heap_delta_kb) j.num("heap_per_waiter_kb", double(*heap_delta_kb) / double(n));
+    else j.null("heap_per_waiter_kb");
+    if (packets >= 0 && handoffs) j.num("server_requests_per_handoff", double(packets) / double(handoffs));
+    else j.null("server_requests_per_handoff");
+    j.integer("rss_kb", peak_rss_kb()).integer("errors", static_cast<std::int64_t>(errors));
+    std::printf("%s\n", j.done().c_str());
+    require_empty(client, path);
+    return errors == 0 && handoffs == std::size_t(n) ? 0 : 1;
+}
+
 int run_zkr(const options& o) {
+    if (o.scenario == "queue-depth-part") return run_queue_part(o);
     zkr::client_options co;
     co.connect = o.connect;
     co.session_timeout = 10s;
@@ -788,6 +1049,7 @@ int run_zkr(const options& o) {
     client.wait_connected(15s);
     const std::string& path = o.path;
     if (o.scenario == "latch-handoff") return run_zkr_latch_handoff(o, client);
+    if (o.scenario == "queue-depth") return run_zkr_queue_depth(o, client);
     if (o.scenario == "latch-join") return run_zkr_latch_join(o, client);
     if (o.scenario == "sem-uncontended" || o.scenario == "sem-contended") return run_zkr_semaphore(o, client);
 
