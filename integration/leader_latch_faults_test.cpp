@@ -39,6 +39,7 @@ using zkr::lock_state;
 using zkr::test::curator_session;
 using zkr::test::eventually;
 using zkr::test::fault_proxy;
+using zkr::test::first_server;
 using zkr::test::queue_length;
 using zkr::test::test_connect_string;
 using zkr::test::test_options;
@@ -442,12 +443,6 @@ TEST_CASE("leader latch faults: CURATOR-696, sessions given up while the ensembl
 }
 
 namespace {
-
-// The first host:port of a connect string (a fault proxy forwards to one server).
-std::string first_server(const std::string& connect) {
-    auto s = connect.substr(0, connect.find(','));
-    return s.substr(0, s.find('/'));
-}
 
 // Each latch's nodes in `path`, by id (its node data): at a quiet moment each has exactly one,
 // of its client's current session. Returns the name of each latch's node.

@@ -163,10 +163,23 @@ TEST_CASE("leader selector: the work's stop callbacks run on the client's execut
     }
     zkr::client op(test_options(test_connect_string()));
     op.remove(s.guard().path);  // the loss is learnt on zkr's threads
+    {
+        std::unique_lock lock(mutex);
+        REQUIRE(changed.wait_for(lock, 10s, [&] { return stopped && !callback_thread.empty(); }));
+        CHECK(callback_thread == "zkr-handlers");
+        CHECK(state_in_callback != lock_state::held);
+        started = stopped = false;
+        callback_thread.clear();
+    }
+    // interrupt_leadership(): on the calling thread.
+    REQUIRE(s.requeue());
     std::unique_lock lock(mutex);
+    REQUIRE(changed.wait_for(lock, 10s, [&] { return started; }));
+    lock.unlock();
+    s.interrupt_leadership();
+    lock.lock();
     REQUIRE(changed.wait_for(lock, 10s, [&] { return stopped && !callback_thread.empty(); }));
-    CHECK(callback_thread == "zkr-handlers");
-    CHECK(state_in_callback != lock_state::held);
+    CHECK(callback_thread == zkr::test::this_thread_name());
 }
 
 TEST_CASE("leader selector: a lost session stops the work", "[leader_selector]") {

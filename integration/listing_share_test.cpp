@@ -18,6 +18,7 @@
 using namespace std::chrono_literals;
 using zkr::test::eventually;
 using zkr::test::fault_proxy;
+using zkr::test::first_server;
 using zkr::test::queue_length;
 using zkr::test::test_connect_string;
 using zkr::test::test_options;
@@ -25,11 +26,6 @@ using zkr::test::unique_path;
 namespace zk_op = zkr::test::zk_op;
 
 namespace {
-
-std::string first_server(const std::string& connect) {
-    auto hosts = connect.substr(0, connect.find('/'));
-    return hosts.substr(0, hosts.find(','));
-}
 
 // Listings of the lock path itself (a waiter's watches are set with getChildren of nodes in it).
 std::size_t listings_seen(const fault_proxy& proxy, const std::string& path) {

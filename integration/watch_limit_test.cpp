@@ -16,17 +16,13 @@ using namespace std::chrono_literals;
 using zkr::errc;
 using zkr::test::eventually;
 using zkr::test::fault_proxy;
+using zkr::test::first_server;
 using zkr::test::queue_length;
 using zkr::test::test_connect_string;
 using zkr::test::test_options;
 using zkr::test::unique_path;
 
 namespace {
-
-std::string first_server(const std::string& connect) {
-    auto hosts = connect.substr(0, connect.find('/'));
-    return hosts.substr(0, hosts.find(','));
-}
 
 // Paths of one length (the base, "/", a padded number): each takes 4 + its length in the request.
 std::string watched_path(const std::string& base, int i) {

@@ -41,7 +41,10 @@ struct leader_selector_options {
 /// must stop touching what leadership protects, and return. Terms of one selector never overlap
 /// (CURATOR-518), and requeue() after a term ended always queues (CURATOR-671).
 ///
-/// - Blocking work, `void(std::stop_token)`, runs on a thread of the selector's own.
+/// - Blocking work, `void(std::stop_token)`, runs on a thread of the selector's own. Its stop is
+///   requested (and a `std::stop_callback` of it runs) on the client's executor when zkr learns
+///   of a loss, on the calling thread for interrupt_leadership() and close(); never on zkr's
+///   session thread nor under a lock of the selector's, so a callback may call the selector.
 /// - Coroutine work, `boost::asio::awaitable<void>()`, runs on the client's executor; the stop is
 ///   a terminal cancellation of the coroutine (seen by its next async operation, or through
 ///   `co_await boost::asio::this_coro::cancellation_state`).

@@ -168,6 +168,11 @@ std::string this_thread_name() {
     return name;
 }
 
+std::string first_server(const std::string& connect) {
+    auto hosts = connect.substr(0, connect.find('/'));
+    return hosts.substr(0, hosts.find(','));
+}
+
 std::string unique_path(const std::string& name) {
     static std::mt19937_64 random{std::random_device{}()};
     static std::mutex mutex;

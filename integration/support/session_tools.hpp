@@ -94,6 +94,9 @@ std::string this_thread_name();
 /// A path no other test uses: "/zkr-test/<name>-<random>".
 std::string unique_path(const std::string& name);
 
+/// The first host:port of a connect string (what a fault proxy forwards to).
+std::string first_server(const std::string& connect);
+
 /// Options for a test client: short session timeout, quick retries.
 zkr::client_options test_options(const std::string& connect, std::chrono::milliseconds session_timeout = std::chrono::milliseconds(4000));
 
