@@ -1,6 +1,8 @@
 // Self-test of the integration harness (zk_cluster, fault_proxy) against real ZooKeeper servers,
 // using the ZooKeeper C client directly. Catch2 v2; the main comes from elsewhere.
+#ifndef THREADED  // the C client's target defines it too
 #define THREADED
+#endif
 #include <zookeeper/zookeeper.h>
 
 #include <catch2/catch.hpp>
