@@ -32,6 +32,17 @@ std::size_t listings_seen(const fault_proxy& proxy, const std::string& path) {
     return proxy.requests_seen(zk_op::get_children, path) + proxy.requests_seen(zk_op::get_children2, path);
 }
 
+// Returns once the proxy has seen whatever `c`'s waiters sent on the second listing's answer (a
+// third listing too, were there one). The nodes exist before the second listing is sent (it goes
+// once the first is answered), so first wait for it on the wire. A request sent after it is
+// answered after it, and its completion runs after that listing's, in which the waiters send
+// their next steps; a second request, sent after those, reaches the proxy after them.
+void settle_listings(zkr::client& c, const fault_proxy& proxy, const std::string& path, std::size_t before) {
+    REQUIRE(eventually([&] { return listings_seen(proxy, path) - before >= 2; }));
+    c.exists("/");
+    c.exists("/");
+}
+
 // Waiters queued with async_lock; each releases as soon as it is granted, and the order of the
 // grants is kept (fencing tokens: the nodes' czxids, in the order they were created).
 struct granted_waiters {
@@ -82,6 +93,7 @@ TEST_CASE("waiters of one client share a listing: two hundred queued while one i
     proxy.blackhole(false);
 
     REQUIRE(eventually([&] { return queue_length(holder_client, path) == waiters + 1; }, 30s));
+    settle_listings(c, proxy, path, listings_before);
     CHECK(listings_seen(proxy, path) - listings_before == 2);
     CHECK(proxy.requests_seen(zk_op::create) + proxy.requests_seen(zk_op::create2) - creates_before == waiters);
 
@@ -117,6 +129,7 @@ TEST_CASE("a listing asked for while one is in flight is answered by the next on
     proxy.blackhole(false);
 
     REQUIRE(eventually([&] { return queue_length(holder_client, path) == 4; }));
+    settle_listings(c, proxy, path, listings_before);
     CHECK(proxy.requests_seen(zk_op::create) + proxy.requests_seen(zk_op::create2) - creates_before == 3);
     CHECK(listings_seen(proxy, path) - listings_before == 2);
     holder.unlock();
