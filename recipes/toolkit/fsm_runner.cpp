@@ -21,6 +21,19 @@ struct joined {
     }
 };
 
+// The listing of a step sent back to back with a write, joined with that write's reply.
+template <class Replies>
+void list_joined(session_port& port, const std::string& path, const std::shared_ptr<joined<Replies>>& j,
+                 const step_io::reply_fn& done) {
+    listing_coalescer::list(port, path, [j, done](error_code ec, const listing& l) {
+        if (j->arrive([&](auto& x) {
+                x.list_error = ec;
+                x.children = l;
+            }))
+            done(std::move(j->replies));
+    });
+}
+
 }  // namespace
 
 void step_io::send(session_port& port, const step::create_and_list& s, reply_fn done) {
@@ -45,13 +58,7 @@ void step_io::send(session_port& port, const step::create_and_list& s, reply_fn 
                 })));
     // Coalesced with the client's other listings of the path, but always one sent after the
     // create (listing_coalescer.hpp): it shows our node.
-    listing_coalescer::list(port, s.list, [j, done](error_code ec, const listing& l) {
-        if (j->arrive([&](auto& x) {
-                x.list_error = ec;
-                x.children = l;
-            }))
-            done(std::move(j->replies));
-    });
+    list_joined(port, s.list, j, done);
 }
 
 void step_io::send(session_port& port, const step::create_parents& s, reply_fn done) {
@@ -71,15 +78,8 @@ void step_io::send(session_port& port, const step::multi_and_list& s, reply_fn d
                                   }))
                                   done(std::move(j->replies));
                           })));
-    // Coalesced with the client's other listings of the path, but always one sent after the
-    // create (listing_coalescer.hpp): it shows our node.
-    listing_coalescer::list(port, s.list, [j, done](error_code ec, const listing& l) {
-        if (j->arrive([&](auto& x) {
-                x.list_error = ec;
-                x.children = l;
-            }))
-            done(std::move(j->replies));
-    });
+    // Coalesced as create_and_list's: a listing sent after the transaction, showing what it made.
+    list_joined(port, s.list, j, done);
 }
 
 void step_io::send(session_port& port, const step::list& s, reply_fn done) {
