@@ -6,6 +6,7 @@
 #include "support/zk_cluster.hpp"
 #include "zkr/client.hpp"
 #include "zkr/leader_latch.hpp"
+#include "live_objects.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -257,4 +258,29 @@ TEST_CASE("leader latch: bad input is refused up front", "[leader_latch]") {
     CHECK_THROWS_AS(zkr::leader_latch(c, "/", "x"), std::invalid_argument);
     CHECK_THROWS_AS(zkr::leader_latch(c, "/zookeeper/latch", "x"), std::invalid_argument);
     CHECK_THROWS_AS(zkr::leader_latch(c, "/ok", std::string(2 * 1024 * 1024, 'x')), std::invalid_argument);
+}
+
+TEST_CASE("leader latch: closed just as it joins, it leaves no hold and no node behind", "[leader_latch]") {
+    // A latch's join is answered on the thread the reply came on, holding the latch weakly: one
+    // closed and destroyed between the runner finishing and that answer used to leave its node
+    // until the session ended. Closed at a spread of moments around the join.
+    std::string base = unique_path("latch-close-race");
+    zkr::client c(test_options(test_connect_string()));
+    std::vector<std::string> paths;
+    for (int round = 0; round < 100; ++round) {
+        paths.push_back(base + "/r" + std::to_string(round));
+        zkr::leader_latch l(c, paths.back(), "r" + std::to_string(round));
+        l.start();
+        // Spin, not sleep: a spread of close moments, from before the create to after the join.
+        auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50 * (round % 40));
+        while (std::chrono::steady_clock::now() < until) {
+        }
+    }
+    CHECK(eventually([&] { return zkr::detail::live_now().holds == 0; }));
+    CHECK(eventually([&] {
+        for (auto& p : paths) {
+            if (queue_length(c, p) != 0) return false;
+        }
+        return true;
+    }));
 }

@@ -221,8 +221,10 @@ private:
         runner::hooks hooks;
         std::weak_ptr<latch_impl> weak = weak_from_this();
         hooks.answer = [weak, generation](error_code reason, const step::done* d, const queue_fsm& m) {
-            if (auto self = weak.lock()) self->joined(generation, reason, d, m);
-            else if (d && d->acquired) {}  // the latch is gone: its node goes with the runner's cleanup below
+            auto self = weak.lock();
+            if (!self) return false;  // closed and gone: the runner deletes our node
+            self->joined(generation, reason, d, m);
+            return true;
         };
         hooks.ended = [cleanup = cleanup_, path = path_](const step::done& d, const queue_fsm&) { cleanup->sweep(path, d.sweep); };
         auto r = std::make_shared<runner>(port, cleanup_, path_, queue_fsm(std::move(o), &random_uuid), std::move(hooks));

@@ -194,7 +194,10 @@ private:
         runner::hooks hooks;
         std::weak_ptr<selector_impl> weak = weak_from_this();
         hooks.answer = [weak, generation](error_code reason, const step::done* d, const queue_fsm& m) {
-            if (auto self = weak.lock()) self->acquired(generation, reason, d, m);
+            auto self = weak.lock();
+            if (!self) return false;  // closed and gone: the runner deletes our node
+            self->acquired(generation, reason, d, m);
+            return true;
         };
         hooks.ended = [cleanup = cleanup_, path = path_](const step::done& d, const queue_fsm&) { cleanup->sweep(path, d.sweep); };
         auto r = std::make_shared<runner>(port, cleanup_, path_, queue_fsm(std::move(o), &random_uuid), std::move(hooks));

@@ -38,16 +38,23 @@ std::shared_ptr<lock_engine::runner> lock_engine::acquire(queue_options options,
     auto counted = std::make_shared<std::atomic<bool>>(false);
     hooks.answer = [self, done, lock_path, counted, kind = options.kind, data = options.data, owner, async_owned](
                        error_code reason, const step::done* d, const queue_fsm& m) {
-        if (!d) return done(reason, nullptr);  // given up: counted when it ends
+        if (!d) {
+            done(reason, nullptr);  // given up: counted when it ends
+            return true;
+        }
         counted->store(true);
         self->count(m, d->acquired);
-        if (!d->acquired) return done(d->error, nullptr);
+        if (!d->acquired) {
+            done(d->error, nullptr);
+            return true;
+        }
         auto h = std::make_shared<lock_claim>(lock_path, m.node_path(), m.session(), m.czxid(), kind, owner, async_owned);
         // Sent before the caller learns it holds, so before its release: the server applies the
         // mark first; and before the hold's own watch on its node, which must not see it.
         if (d->mark) self->mark_holding(h->node_path, data);
         self->register_hold(h, m.pins_write_node());
         done({}, std::move(h));
+        return true;
     };
     hooks.ended = [self, lock_path, counted](const step::done& d, const queue_fsm& m) {
         if (!counted->exchange(true)) self->count(m, false);

@@ -187,6 +187,7 @@ private:
         fsm_runner<lease_fsm>::hooks hooks;
         hooks.answer = [self = shared_from_this()](error_code reason, const step::leases_done* d, const lease_fsm&) {
             self->leases_done(reason, d);
+            return true;
         };
         hooks.ended = [cleanup = sem_->cleanup_, leases = sem_->leases_](const step::leases_done& d, const lease_fsm&) {
             cleanup->sweep(leases, d.sweep);

@@ -74,8 +74,11 @@ public:
     using action = typename Machine::action;
     struct hooks {
         /// Called once: with the machine's outcome, or with the reason it was given up (then
-        /// `outcome` is null). The machine is done when `outcome` is set.
-        std::function<void(error_code reason, const done_type* outcome, const Machine& machine)> answer;
+        /// `outcome` is null). The machine is done when `outcome` is set. Returns whether the
+        /// outcome was taken: false when its recipe is gone (a weak owner that expired, which can
+        /// happen between a give-up that found the machine done and this call). The runner then
+        /// deletes what the machine acquired: nobody else knows of it.
+        std::function<bool(error_code reason, const done_type* outcome, const Machine& machine)> answer;
         /// Called when the machine ends, after answer(), also for a machine given up: for the
         /// background work its outcome asks for (a sweep).
         std::function<void(const done_type& outcome, const Machine& machine)> ended;
@@ -188,22 +191,22 @@ private:
     void finish(const done_type& d) {
         if (timer_) boost::asio::post(threads_->session, [t = timer_] { t->cancel(); });
         io_.release_own();
-        // A machine never acquires once given up, so the caller is still waiting; should that
-        // ever be wrong, what it holds must not outlive its forgotten owner.
+        // Not taken: answered already (a machine never acquires once given up, so should that
+        // ever be wrong), or its recipe went meanwhile. What it holds must not outlive its owner.
         if (!answer({}, &d) && d.acquired) {
             for (const auto& node : machine_.owned_nodes()) cleanup_->guaranteed_delete(node);
         }
         if (hooks_.ended) hooks_.ended(d, machine_);
     }
 
+    // Whether the hook took it (false when answered already).
     bool answer(error_code reason, const done_type* outcome) {
         {
             std::lock_guard lock(mutex_);
             if (answered_) return false;
             answered_ = true;
         }
-        hooks_.answer(reason, outcome, machine_);
-        return true;
+        return hooks_.answer(reason, outcome, machine_);
     }
 
     std::weak_ptr<session_port> port_;
