@@ -222,9 +222,10 @@ namespace {
 // Registers a blocked caller, or returns the outcome if it is already known.
 std::optional<std::pair<zkr::error_code, watch_event>> attach(detail::watch_state& s, sync_slot<watch_event>& slot) {
     std::lock_guard lock(s.mutex);
-    if (s.done) return std::make_pair(s.error, s.event);
-    if (s.waiter || s.sync_waiter) return std::make_pair(make_error_code(errc::bad_arguments), watch_event{});
-    s.sync_waiter = &slot;
+    if (s.done) return std::make_pair(s.error, s.event_locked());
+    if (s.user_waits_locked()) return std::make_pair(make_error_code(errc::bad_arguments), watch_event{});
+    if (!s.user) s.user = std::make_unique<detail::watch_user_wait>();
+    s.user->sync_waiter = &slot;
     return std::nullopt;
 }
 }  // namespace
@@ -255,8 +256,8 @@ std::optional<watch_event> watch::wait_for(std::chrono::milliseconds timeout) {
     } else {
         {
             std::lock_guard lock(state_->mutex);
-            if (state_->sync_waiter == &slot) {
-                state_->sync_waiter = nullptr;
+            if (state_->user && state_->user->sync_waiter == &slot) {
+                state_->user->sync_waiter = nullptr;
                 return std::nullopt;
             }
         }
@@ -269,7 +270,7 @@ std::optional<watch_event> watch::wait_for(std::chrono::milliseconds timeout) {
 
 zkr::error_code watch::remove() {
     if (!state_) return make_error_code(errc::bad_arguments);
-    auto c = state_->client_owner.lock();
+    auto c = state_->owner->client_owner.lock();
     if (!c) return make_error_code(errc::client_closed);
     zkr::error_code ec;
     run_blocking<>([&](auto done) { c->remove_watch(state_, std::move(done)); }, ec);

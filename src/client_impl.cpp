@@ -463,7 +463,14 @@ void client_impl::remove(std::string path, std::int32_t version, completion<> do
 }
 
 std::shared_ptr<watch_state> client_impl::add_watch(const std::string& path, watch_kind kind) {
-    auto ws = watches_.add(this, weak_from_this(), user_executor_, path, kind, options_.max_request_size, chroot_.size());
+    std::call_once(watch_owner_made_, [this] {
+        auto owner = std::make_shared<watch_owner>();
+        owner->client = this;
+        owner->client_owner = weak_from_this();
+        owner->executor = user_executor_;
+        watch_owner_ = std::move(owner);
+    });
+    auto ws = watches_.add(watch_owner_, path, kind, options_.max_request_size, chroot_.size());
     if (!ws && !watch_limit_reported_.exchange(true)) {
         log::write(log::level::error,
                    "zkr::client: a watch on '" + path + "' refused (errc::too_many_watches): the watches this client " +
@@ -598,7 +605,7 @@ void client_impl::remove_watch(std::shared_ptr<watch_state> ws, completion<> don
         stale = ws->armed && ws->generation != generation_;
     }
     if (stale) {
-        ws->finish(make_error_code(errc::watch_removed), {});
+        ws->finish(make_error_code(errc::watch_removed), event_type::changed);
         retire_watch(*ws);
         return done({});
     }
@@ -613,7 +620,7 @@ void client_impl::remove_watch(std::shared_ptr<watch_state> ws, completion<> don
         }
         if (!ours) return done(make_error_code(errc::no_watcher));
         if (rc != ZOK) return done(map_rc(rc));
-        ws->finish(make_error_code(errc::watch_removed), {});
+        ws->finish(make_error_code(errc::watch_removed), event_type::changed);
         watches_.forget(ws.get());
         return done({});
     }
@@ -636,7 +643,7 @@ void client_impl::drop_watch_locally(watch_state& ws) {
         current = zh_ && ws.generation == generation_;
         if (current) remove_watch_locally(zh_, ws);
     }
-    ws.finish(make_error_code(errc::watch_removed), {});
+    ws.finish(make_error_code(errc::watch_removed), event_type::changed);
     if (current) watches_.forget(&ws);
     else retire_watch(ws);
 }
@@ -687,8 +694,8 @@ void start_create_parents(client_impl& c, std::string path, create_mode mode, em
 
 void start_watch_remove(const std::shared_ptr<watch_state>& state, void_handler handler) {
     if (!state) return post_handler(std::move(handler), asio::system_executor(), make_error_code(errc::bad_arguments));
-    auto client = state->client_owner.lock();
-    if (!client) return post_handler(std::move(handler), state->fallback_executor, make_error_code(errc::client_closed));
+    auto client = state->owner->client_owner.lock();
+    if (!client) return post_handler(std::move(handler), state->owner->executor, make_error_code(errc::client_closed));
     client->remove_watch(state, completion<>(std::move(handler), client->executor()));
 }
 

@@ -293,6 +293,8 @@ private:
     std::map<const void*, std::shared_ptr<void>> extensions_;
 
     watch_registry watches_;
+    std::once_flag watch_owner_made_;
+    std::shared_ptr<const watch_owner> watch_owner_;  // shared by all our watches; set once
 
     // ACL storage handed to the C client.
     std::vector<std::string> acl_strings_;

@@ -42,8 +42,9 @@ void on_watch_event(zhandle_t*, int type, int /*state*/, const char* path, void*
     // machinery ends watches when their session ends.
     if (type == ZOO_SESSION_EVENT) return;
     auto* ws = static_cast<watch_state*>(context);
-    client_impl* c = ws->client;
-    ws->finish({}, watch_event{to_event_type(type), path ? path : ""});
+    client_impl* c = ws->client();
+    (void)path;  // the watched path: the state has it
+    ws->finish({}, to_event_type(type));
     c->watches().forget(ws);
 }
 
@@ -335,10 +336,10 @@ private:
         auto* r = self<remove_watches_request>(rc, data);
         // A retry that finds nothing means our first try got through.
         if (rc == ZOK || (rc == ZNOWATCHER && !r->watch_->done && r->retries > 0)) {
-            r->watch_->finish(make_error_code(errc::watch_removed), {});
+            r->watch_->finish(make_error_code(errc::watch_removed), event_type::changed);
             r->client.watches().forget(r->watch_.get());
             // Local watchers that armed on this path meanwhile lost their registration too.
-            r->client.watches().end_sharing(*r->watch_, watch_event{event_type::not_watching, r->watch_->path});
+            r->client.watches().end_sharing(*r->watch_, event_type::not_watching);
             return r->succeed();
         }
         r->client.on_failure(r, rc);

@@ -8,20 +8,24 @@
 namespace zkr::detail {
 namespace asio = boost::asio;
 
-void watch_state::finish(error_code ec, watch_event ev) {
+void watch_state::finish(error_code ec, event_type type) {
     std::optional<watch_handler> handler;
     asio::any_io_executor work;
     sync_slot<watch_event>* slot = nullptr;
     std::function<void(error_code, const watch_event&)> inline_fn;
+    watch_event ev;
     {
         std::lock_guard lock(mutex);
         if (done) return;
         done = true;
         error = ec;
-        event = ev;
-        handler = std::exchange(waiter, std::nullopt);
-        work = std::exchange(waiter_work, {});
-        slot = std::exchange(sync_waiter, nullptr);
+        fired = type;
+        ev = event_locked();
+        if (user) {
+            handler = std::exchange(user->waiter, std::nullopt);
+            work = std::exchange(user->waiter_work, {});
+            slot = std::exchange(user->sync_waiter, nullptr);
+        }
         inline_fn = std::exchange(inline_waiter, {});
     }
     if (inline_fn) inline_fn(ec, ev);
@@ -33,7 +37,7 @@ void watch_state::wait_inline(std::function<void(error_code, const watch_event&)
     std::unique_lock lock(mutex);
     if (done) {
         error_code ec = error;
-        watch_event ev = event;
+        watch_event ev = event_locked();
         lock.unlock();
         fn(ec, ev);
         return;
@@ -52,8 +56,9 @@ void watch_state::cancel_wait() {
     asio::any_io_executor work;
     {
         std::lock_guard lock(mutex);
-        handler = std::exchange(waiter, std::nullopt);
-        work = std::exchange(waiter_work, {});
+        if (!user) return;
+        handler = std::exchange(user->waiter, std::nullopt);
+        work = std::exchange(user->waiter_work, {});
     }
     if (handler) post_handler(std::move(*handler), work, make_error_code(errc::cancelled), watch_event{});
 }
@@ -69,9 +74,8 @@ constexpr std::size_t set_watches_fixed = 8 + 8 + 3 * 4;
 
 }  // namespace
 
-std::shared_ptr<watch_state> watch_registry::add(client_impl* client, std::weak_ptr<client_impl> owner,
-                                                 asio::any_io_executor executor, std::string path, watch_kind kind,
-                                                 std::size_t max_request, std::size_t chroot) {
+std::shared_ptr<watch_state> watch_registry::add(std::shared_ptr<const watch_owner> owner, std::string path,
+                                                 watch_kind kind, std::size_t max_request, std::size_t chroot) {
     auto key = watch_key(kind, path);
     std::size_t bytes = 4 + chroot + path.size();
     {
@@ -81,9 +85,7 @@ std::shared_ptr<watch_state> watch_registry::add(client_impl* client, std::weak_
         if (it == distinct_.end() && set_watches_fixed + watched_bytes_ + bytes > max_request) return nullptr;
     }
     auto ws = std::make_shared<watch_state>();
-    ws->client = client;
-    ws->client_owner = std::move(owner);
-    ws->fallback_executor = std::move(executor);
+    ws->owner = std::move(owner);
     ws->path = std::move(path);
     ws->kind = kind;
     std::lock_guard lock(mutex_);
@@ -127,9 +129,9 @@ std::vector<std::shared_ptr<watch_state>> watch_registry::sharing(const watch_st
     return out;
 }
 
-void watch_registry::end_sharing(const watch_state& ws, const watch_event& ev) {
+void watch_registry::end_sharing(const watch_state& ws, event_type type) {
     for (auto& other : sharing(ws)) {
-        other->finish({}, ev);
+        other->finish({}, type);
         forget(other.get());
     }
 }
@@ -150,7 +152,7 @@ void watch_registry::end_stale(std::uint64_t current, bool all, error_code ec) {
             }
         }
     }
-    for (auto& ws : ended) ws->finish(ec, watch_event{});
+    for (auto& ws : ended) ws->finish(ec, event_type::changed);
 }
 
 void watch_registry::retire(watch_state* ws) {
@@ -180,7 +182,7 @@ void watch_registry::release_handle(std::uint64_t generation, error_code ec) {
             }
         }
     }
-    for (auto& ws : ended) ws->finish(ec, watch_event{});
+    for (auto& ws : ended) ws->finish(ec, event_type::changed);
 }
 
 std::size_t watch_registry::retired() {
@@ -194,14 +196,14 @@ void start_watch_wait(const std::shared_ptr<watch_state>& state, watch_handler h
                             watch_event{});
     }
     std::unique_lock lock(state->mutex);
-    asio::any_io_executor work = asio::prefer(state->fallback_executor, asio::execution::outstanding_work.tracked);
+    asio::any_io_executor work = asio::prefer(state->owner->executor, asio::execution::outstanding_work.tracked);
     if (state->done) {
         zkr::error_code ec = state->error;
-        watch_event ev = state->event;
+        watch_event ev = state->event_locked();
         lock.unlock();
         return post_handler(std::move(handler), work, ec, std::move(ev));
     }
-    if (state->waiter || state->sync_waiter) {
+    if (state->user_waits_locked()) {
         lock.unlock();  // one wait at a time
         return post_handler(std::move(handler), work, make_error_code(errc::bad_arguments), watch_event{});
     }
@@ -211,12 +213,13 @@ void start_watch_wait(const std::shared_ptr<watch_state>& state, watch_handler h
             if (auto s = weak.lock()) s->cancel_wait();
         });
     }
-    state->waiter.emplace(std::move(handler));
-    state->waiter_work = std::move(work);
+    if (!state->user) state->user = std::make_unique<watch_user_wait>();
+    state->user->waiter.emplace(std::move(handler));
+    state->user->waiter_work = std::move(work);
 }
 
 asio::any_io_executor watch_executor(const std::shared_ptr<watch_state>& state) {
-    return state ? state->fallback_executor : asio::any_io_executor{};
+    return state ? state->owner->executor : asio::any_io_executor{};
 }
 
 std::size_t watch_registry::size() {

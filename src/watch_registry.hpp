@@ -25,10 +25,24 @@ namespace zkr::detail {
 
 class client_impl;
 
-struct watch_state {
+/// What every watch of one client shares: made once per client, not per watch (a deep lock queue
+/// keeps three watches per waiter).
+struct watch_owner {
     client_impl* client = nullptr;            // valid while the C client can call us
     std::weak_ptr<client_impl> client_owner;  // for user calls after the fact (remove)
-    boost::asio::any_io_executor fallback_executor;
+    boost::asio::any_io_executor executor;    // where a user's wait completes without a client
+};
+
+/// A user's wait on a watch (zkr::watch::wait, async_wait): made only when a user waits, so a
+/// recipe's watch does not carry it.
+struct watch_user_wait {
+    std::optional<watch_handler> waiter;
+    boost::asio::any_io_executor waiter_work;
+    sync_slot<watch_event>* sync_waiter = nullptr;
+};
+
+struct watch_state {
+    std::shared_ptr<const watch_owner> owner;
     std::string path;
     watch_kind kind = watch_kind::data;
     std::uint64_t generation = 0;            // the handle it is set on
@@ -36,16 +50,19 @@ struct watch_state {
 
     std::mutex mutex;
     bool done = false;
+    event_type fired = event_type::changed;  // what ended it (the event's path is `path`)
     error_code error;
-    watch_event event;
-    std::optional<watch_handler> waiter;
-    boost::asio::any_io_executor waiter_work;
-    sync_slot<watch_event>* sync_waiter = nullptr;
+    std::unique_ptr<watch_user_wait> user;   // a user's wait, if any
     // zkr's own waits (lock recipes): called on the thread that ends the watch; must not block.
     std::function<void(error_code, const watch_event&)> inline_waiter;
 
+    client_impl* client() const noexcept { return owner->client; }
+    /// The event it ended with, under `mutex` once done: none for a watch ended by an error.
+    watch_event event_locked() const { return error ? watch_event{} : watch_event{fired, path}; }
+    /// Whether a user waits on it, under `mutex`.
+    bool user_waits_locked() const noexcept { return user && (user->waiter || user->sync_waiter); }
     /// First call wins; completes a pending wait.
-    void finish(error_code ec, watch_event ev);
+    void finish(error_code ec, event_type type);
     void cancel_wait();
     /// Registers an inline waiter; if the watch already ended, calls it at once (on this thread).
     void wait_inline(std::function<void(error_code, const watch_event&)> fn);
@@ -66,8 +83,7 @@ public:
     /// A new watch state; null when the watch is refused: with it, the watches a reconnection
     /// sets again would not fit in one request of `max_request` bytes (see set_watches_size).
     /// `chroot`: the length of the connect string's chroot, which the server sees before every path.
-    std::shared_ptr<watch_state> add(client_impl* client, std::weak_ptr<client_impl> owner,
-                                     boost::asio::any_io_executor executor, std::string path, watch_kind kind,
+    std::shared_ptr<watch_state> add(std::shared_ptr<const watch_owner> owner, std::string path, watch_kind kind,
                                      std::size_t max_request = SIZE_MAX, std::size_t chroot = 0);
     /// The size, as the server reads it, of the SetWatches request a reconnection sends: every
     /// watched path once per kind. libzookeeper_mt 3.8 sends them all in one request; over the
@@ -78,8 +94,8 @@ public:
     void forget(watch_state* ws);
     /// Armed watches other than `ws` on the same path, kind and handle.
     std::vector<std::shared_ptr<watch_state>> sharing(const watch_state& ws);
-    /// Ends those with `ev` (their registration went with a removal of all watches on the path).
-    void end_sharing(const watch_state& ws, const watch_event& ev);
+    /// Ends those with `type` (their registration went with a removal of all watches on the path).
+    void end_sharing(const watch_state& ws, event_type type);
     /// Ends, with `ec`, every armed watch not set on handle `current` (or every one, if `all`).
     /// Their handle may still be open and call them: each is kept until release_handle.
     void end_stale(std::uint64_t current, bool all, error_code ec);
