@@ -198,42 +198,42 @@ void step_io::send(session_port& port, const step::watch& s, reply_fn done) {
     if (j->arrive([](auto&) {})) complete();
 }
 
-void step_io::wait(reply_fn done) {
+void step_io::wait(std::shared_ptr<step_io> self, reply_fn done) {
     std::shared_ptr<watch_state> data, child, own;
     {
         std::lock_guard lock(mutex_);
         data = data_watch_;
         child = child_watch_;
         own = own_watch_;
+        wait_done_ = std::move(done);
     }
     // Registered outside the mutex: a watch that already ended calls back at once. Our own node
     // first: should both have ended, its deletion came first.
-    if (own) {
-        own->wait_inline([this, w = own.get(), done](error_code ec, const watch_event& ev) { fired(w, which::own, ec, ev, done); });
-    }
-    if (data) {
-        data->wait_inline([this, w = data.get(), done](error_code ec, const watch_event& ev) { fired(w, which::data, ec, ev, done); });
-    }
-    if (child) {
-        child->wait_inline([this, w = child.get(), done](error_code ec, const watch_event& ev) { fired(w, which::child, ec, ev, done); });
+    for (auto* w : {&own, &data, &child}) {
+        if (*w) (*w)->wait_inline([self, ws = w->get()](error_code ec, const watch_event& ev) { self->fired(ws, ec, ev); });
     }
 }
 
-void step_io::fired(const watch_state* w, which kind, error_code ec, const watch_event& ev, const reply_fn& done) {
+void step_io::fired(const watch_state* w, error_code ec, const watch_event& ev) {
+    bool own = false, child = false;
+    reply_fn done;
     {
         std::lock_guard lock(mutex_);
-        auto& mine = kind == which::own ? own_watch_ : kind == which::child ? child_watch_ : data_watch_;
-        if (mine.get() != w) return;  // not (or no longer) a watch of the current step
-        mine.reset();
+        // Not (or no longer) a watch of the current step: ignored.
+        if (own_watch_.get() == w) own = true;
+        else if (child_watch_.get() == w) child = true;
+        else if (data_watch_.get() != w || !w) return;
+        (own ? own_watch_ : child ? child_watch_ : data_watch_).reset();
         // A departure or a lost session ends both watches of the watched node: pass that on
         // once. A lost session ends our own node's too.
-        if (ec || (kind != which::own && ev.type == event_type::deleted)) {
+        if (ec || (!own && ev.type == event_type::deleted)) {
             data_watch_.reset();
             child_watch_.reset();
         }
         if (ec) own_watch_.reset();
+        done = wait_done_;
     }
-    done(reply::watch_fired{ec, ev.type, kind == which::child, kind == which::own});
+    done(reply::watch_fired{ec, ev.type, child, own});
 }
 
 void step_io::release_own() {

@@ -42,7 +42,9 @@ public:
     void send(session_port& port, const step::check_owner& s, reply_fn done);
     void send(session_port& port, const step::watch& s, reply_fn done);
     /// step::wait: the first of the watches to fire (a departure or an error ends both).
-    void wait(reply_fn done);
+    /// `self` keeps this (its runner) alive while a watch waits; `done` is called only while
+    /// it does, so it need not keep anything alive itself (a waiter's memory: issue 23).
+    void wait(std::shared_ptr<step_io> self, reply_fn done);
     /// step::remove_watch: removes what is left of them (not the watch on our own node: it ends
     /// with that node).
     void remove(session_port& port, reply_fn done);
@@ -58,13 +60,13 @@ public:
     }
 
 private:
-    enum class which { data, child, own };
-    void fired(const watch_state* fired, which w, error_code ec, const watch_event& ev, const reply_fn& done);
+    void fired(const watch_state* fired, error_code ec, const watch_event& ev);
 
     std::mutex mutex_;  // a leaf
     std::shared_ptr<watch_state> data_watch_, child_watch_;
     std::shared_ptr<watch_state> own_watch_;  // on our own node (step::watch::own)
     std::string created_;  // the last create_and_list's node, once its create is answered
+    reply_fn wait_done_;   // the current wait's
 };
 
 template <class Machine>
@@ -180,7 +182,11 @@ private:
         std::visit(
             [&](const auto& s) {
                 using S = std::decay_t<decltype(s)>;
-                if constexpr (std::is_same_v<S, step::wait>) io_.wait(std::move(reply));
+                if constexpr (std::is_same_v<S, step::wait>) {
+                    // The watches keep us alive (as io_); the answer needs no reference of its own.
+                    io_.wait(std::shared_ptr<step_io>(this->shared_from_this(), &io_),
+                             [raw = this](any_reply r) { raw->on_reply(std::move(r)); });
+                }
                 else if constexpr (std::is_same_v<S, step::remove_watch>) io_.remove(*port, std::move(reply));
                 else if constexpr (std::is_same_v<S, step::none> || std::is_same_v<S, done_type>) {}
                 else io_.send(*port, s, std::move(reply));
