@@ -36,8 +36,8 @@ std::shared_ptr<lock_engine::runner> lock_engine::acquire(queue_options options,
     runner::hooks hooks;
     auto self = shared_from_this();
     auto counted = std::make_shared<std::atomic<bool>>(false);
-    hooks.answer = [self, done, lock_path, counted, kind = options.kind, data = options.data, owner, async_owned](
-                       error_code reason, const step::done* d, const queue_fsm& m) {
+    // The path, kind and data are the machine's (m.options()): a queued waiter keeps one copy.
+    hooks.answer = [self, done = std::move(done), counted, owner, async_owned](error_code reason, const step::done* d, const queue_fsm& m) {
         if (!d) {
             done(reason, nullptr);  // given up: counted when it ends
             return true;
@@ -48,19 +48,20 @@ std::shared_ptr<lock_engine::runner> lock_engine::acquire(queue_options options,
             done(d->error, nullptr);
             return true;
         }
-        auto h = std::make_shared<lock_claim>(lock_path, m.node_path(), m.session(), m.czxid(), kind, owner, async_owned);
+        const auto& o = m.options();
+        auto h = std::make_shared<lock_claim>(o.path, m.node_path(), m.session(), m.czxid(), o.kind, owner, async_owned);
         // Sent before the caller learns it holds, so before its release: the server applies the
         // mark first; and before the hold's own watch on its node, which must not see it.
-        if (d->mark) self->mark_holding(h->node_path, data);
+        if (d->mark) self->mark_holding(h->node_path, o.data);
         self->register_hold(h, m.pins_write_node());
         done({}, std::move(h));
         return true;
     };
-    hooks.ended = [self, lock_path, counted](const step::done& d, const queue_fsm& m) {
+    hooks.ended = [self, counted](const step::done& d, const queue_fsm& m) {
         if (!counted->exchange(true)) self->count(m, false);
-        self->cleanup_->sweep(lock_path, d.sweep);
+        self->cleanup_->sweep(m.options().path, d.sweep);
     };
-    auto r = std::make_shared<runner>(port, cleanup_, lock_path, queue_fsm(std::move(options), &random_uuid),
+    auto r = std::make_shared<runner>(port, cleanup_, std::move(lock_path), queue_fsm(std::move(options), &random_uuid),
                                       std::move(hooks));
     r->start(deadline);
     return r;

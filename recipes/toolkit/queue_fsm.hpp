@@ -86,6 +86,7 @@ public:
     action abandon(error_code reason);
 
     bool finished() const noexcept { return phase_ == phase::finished; }
+    const queue_options& options() const noexcept { return options_; }
     /// After abandon(): a node of ours may exist that no delete was asked for yet (the reply of
     /// a create is due, or of the listing that settles one). Cleared as the machine learns it.
     bool cleanup_pending() const noexcept;
