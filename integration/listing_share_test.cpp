@@ -7,6 +7,7 @@
 #include "support/zk_cluster.hpp"
 #include "zkr/client.hpp"
 #include "zkr/mutex.hpp"
+#include "zkr/retry.hpp"
 #include "zkr/shared_mutex.hpp"
 
 #include <catch2/catch.hpp>
@@ -136,5 +137,85 @@ TEST_CASE("a listing asked for while one is in flight is answered by the next on
     REQUIRE(eventually([&] { return w.count() == 3; }));
     std::lock_guard lock(w.mutex);
     CHECK(w.errors.empty());
+    CHECK(eventually([&] { return queue_length(holder_client, path) == 0; }));
+}
+
+// A shared listing lost between request and reply: the waiters it was to answer are all answered
+// by its retry, and none of them fails, queues twice or is served out of turn.
+TEST_CASE("a listing shared by waiters of one client whose reply is lost is retried for all of them",
+          "[listing_share]") {
+    std::string path = unique_path("listing-lost");
+    zkr::client holder_client(test_options(test_connect_string()));
+    zkr::mutex holder(holder_client, path);
+    holder.lock();
+
+    fault_proxy proxy(first_server(test_connect_string()));
+    zkr::client c(test_options(proxy.address()));
+    c.wait_connected(10s);
+    zkr::mutex m(c, path);
+    auto creates_before = proxy.requests_seen(zk_op::create) + proxy.requests_seen(zk_op::create2);
+    auto listings_before = listings_seen(proxy, path);
+
+    proxy.blackhole(true);
+    granted_waiters w;
+    w.queue(m);  // A: its create, then the first listing
+    w.queue(m);  // B and C: their creates, then one listing for both, sent once A's is answered
+    w.queue(m);
+    // Not A's listing, which answers A alone, but the next: the one B and C share.
+    proxy.lose_next_reply({zk_op::get_children, zk_op::get_children2}, 1, path);
+    proxy.blackhole(false);
+
+    REQUIRE(eventually([&] { return proxy.replies_lost() == 1; }));
+    REQUIRE(eventually([&] { return queue_length(holder_client, path) == 4; }));
+    // Every create was answered before the lost reply: no create was in doubt, none sent twice.
+    CHECK(proxy.requests_seen(zk_op::create) + proxy.requests_seen(zk_op::create2) - creates_before == 3);
+    // A's, the lost one, and its retry (after the retry policy's sleep).
+    CHECK(eventually([&] { return listings_seen(proxy, path) - listings_before == 3; }));
+    holder.unlock();
+    REQUIRE(eventually([&] { return w.count() == 3; }, 30s));
+    std::lock_guard lock(w.mutex);
+    CHECK(w.errors.empty());
+    CHECK(w.tokens.size() == 3);
+    CHECK(std::is_sorted(w.tokens.begin(), w.tokens.end()));
+    CHECK(eventually([&] { return queue_length(holder_client, path) == 0; }));
+}
+
+// The same loss with no retries: the outcome (connection loss) reaches every waiter the listing
+// was to answer, and each one's node is deleted; the waiter before them is untouched.
+TEST_CASE("a listing shared by waiters of one client that fails answers all of them with its error, leaving no node",
+          "[listing_share]") {
+    std::string path = unique_path("listing-failed");
+    zkr::client holder_client(test_options(test_connect_string()));
+    zkr::mutex holder(holder_client, path);
+    holder.lock();
+
+    fault_proxy proxy(first_server(test_connect_string()));
+    auto options = test_options(proxy.address());
+    options.retry_policy = std::make_shared<zkr::retry::retry_n_times>(0, 10ms);
+    zkr::client c(options);
+    c.wait_connected(10s);
+    zkr::mutex m(c, path);
+
+    proxy.blackhole(true);
+    granted_waiters w;
+    w.queue(m);  // A: its listing is answered, and its watches are sent before the shared listing
+    w.queue(m);  // B and C: share the listing whose reply is lost
+    w.queue(m);
+    proxy.lose_next_reply({zk_op::get_children, zk_op::get_children2}, 1, path);
+    proxy.blackhole(false);
+
+    REQUIRE(eventually([&] { return proxy.replies_lost() == 1; }));
+    REQUIRE(eventually([&] { return w.count() == 2; }));
+    {
+        std::lock_guard lock(w.mutex);
+        CHECK(w.tokens.empty());
+        REQUIRE(w.errors.size() == 2);
+        for (auto& e : w.errors) CHECK(e == zkr::make_error_code(zkr::errc::connection_loss).message());
+    }
+    CHECK(eventually([&] { return queue_length(holder_client, path) == 2; }));  // the holder and A
+    holder.unlock();
+    REQUIRE(eventually([&] { return w.count() == 3; }));
+    std::lock_guard lock(w.mutex);
+    CHECK(w.tokens.size() == 1);
     CHECK(eventually([&] { return queue_length(holder_client, path) == 0; }));
 }

@@ -30,6 +30,7 @@ no-hold-node-watch~recipes/toolkit/hold.cpp~    watch_node(h);~    (void)h;~inte
 listing-unshared~recipes/toolkit/listing_coalescer.cpp~        if (!first) {~        if (false) {~integration:[listing_share]
 listing-stale~recipes/toolkit/listing_coalescer.cpp~                    next = std::move(it->second.next);\n                }\n                self->send(std::move(path), std::move(next));~                    next = std::move(it->second.next);\n                    self->in_flight_.erase(it);\n                }\n                for (auto& a : next) a(ec, answer);~integration:[listing_share]
 no-watch-limit~src/watch_registry.cpp~        if (it == distinct_.end() && set_watches_fixed + watched_bytes_ + bytes > max_request) return nullptr;~        (void)it;~integration:[watch_limit]
+listing-error-to-one~recipes/toolkit/listing_coalescer.cpp~                for (auto& a : batch) a(ec, answer);~                if (!ec) for (auto& a : batch) a(ec, answer); else batch.front()(ec, answer);~integration:a listing shared by waiters*
 untaken-outcome-kept~recipes/toolkit/fsm_runner.hpp~        return hooks_.answer(reason, outcome, machine_);~        hooks_.answer(reason, outcome, machine_);\n        return true;~integration:[fsm_runner]
 guard-checks-one-part~src/requests.cpp~zoo_check_op_init(&zoo_ops_[w + 1 + k], o.also[k].c_str(), any_version);~zoo_check_op_init(&zoo_ops_[w + 1 + k], o.path.c_str(), any_version);~integration:multi-lock: the async form*
 EOF

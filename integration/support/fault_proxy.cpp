@@ -104,6 +104,8 @@ struct fault_proxy::impl {
     mutable std::mutex state_mutex;  // guards the members below
     bool armed = false;
     std::vector<int> armed_types;
+    int armed_skip = 0;  // matching requests still to let through first
+    std::string armed_path;  // if set, only requests naming this path match
     std::map<int, std::size_t> seen;
     std::map<std::pair<int, std::string>, std::size_t> seen_paths;
 
@@ -207,13 +209,17 @@ struct fault_proxy::impl {
                     std::lock_guard<std::mutex> lock(state_mutex);
                     ++seen[type];
                     // Most requests start with their path (a jute string: int32 length, bytes).
+                    std::string request_path;
                     if (len >= 12) {
                         const auto path_len = static_cast<std::int32_t>(be32(body + 8));
-                        if (path_len >= 0 && 12 + static_cast<std::uint32_t>(path_len) <= len)
-                            ++seen_paths[{type, std::string(reinterpret_cast<const char*>(body + 12), path_len)}];
+                        if (path_len >= 0 && 12 + static_cast<std::uint32_t>(path_len) <= len) {
+                            request_path.assign(reinterpret_cast<const char*>(body + 12), path_len);
+                            ++seen_paths[{type, request_path}];
+                        }
                     }
                     if (armed && !c.reply_to_lose &&
-                        std::find(armed_types.begin(), armed_types.end(), type) != armed_types.end()) {
+                        std::find(armed_types.begin(), armed_types.end(), type) != armed_types.end() &&
+                        (armed_path.empty() || armed_path == request_path) && armed_skip-- == 0) {
                         armed = false;
                         c.reply_to_lose = true;
                         c.lose_xid = xid;
@@ -433,9 +439,11 @@ fault_proxy::~fault_proxy() {
 std::string fault_proxy::address() const { return "127.0.0.1:" + std::to_string(impl_->port); }
 int fault_proxy::port() const { return impl_->port; }
 
-void fault_proxy::lose_next_reply(std::vector<int> types) {
+void fault_proxy::lose_next_reply(std::vector<int> types, int skip, std::string path) {
     std::lock_guard<std::mutex> lock(impl_->state_mutex);
     impl_->armed_types = std::move(types);
+    impl_->armed_skip = skip;
+    impl_->armed_path = std::move(path);
     impl_->armed = !impl_->armed_types.empty();
 }
 

@@ -63,7 +63,9 @@ public:
     // server's reply with that xid arrives, it is dropped and both sides of that connection are
     // closed (the server applied the request, the client sees connection loss). Replies queued
     // before it are still delivered. A later call replaces a pending, not yet matched arming.
-    void lose_next_reply(std::vector<int> types);
+    // `skip`: that many matching requests are let through first (the reply of the skip+1-th is
+    // lost). `path`: if set, only requests naming that path (as the server sees it) match.
+    void lose_next_reply(std::vector<int> types, int skip = 0, std::string path = {});
     int replies_lost() const;  // how many times lose_next_reply fired
 
     // on: stop forwarding in both directions but keep the sockets open (the client hears nothing
