@@ -40,16 +40,11 @@ void step_io::send(session_port& port, const step::create_and_list& s, reply_fn 
     // Sent back to back: the server answers a session's requests in order, so the listing
     // already contains our node. One round trip when uncontended.
     auto j = std::make_shared<joined<reply::created_and_listed>>(2);
-    {
-        std::lock_guard lock(mutex_);
-        created_.clear();
-    }
     port.create(s.path, s.data, create_mode::ephemeral_sequential,
-                completion<create_result>(completion<create_result>::inline_fn([this, j, done](error_code ec, create_result r) {
-                    if (!ec) {
-                        std::lock_guard lock(mutex_);
-                        created_ = r.path;
-                    }
+                completion<create_result>(completion<create_result>::inline_fn([j, done](error_code ec, create_result r) {
+                    // The machine learns of its node now, not only once the (shared) listing is
+                    // in too: a give-up meanwhile deletes it before answering.
+                    done(reply::create_answered{ec, r});
                     if (j->arrive([&](auto& x) {
                             x.create_error = ec;
                             x.created = std::move(r);

@@ -52,20 +52,12 @@ public:
     /// node (a hold watches that node on its own), and no longer reports to us.
     void release_own();
 
-    /// The node the last create_and_list made, once its create was answered (its listing may
-    /// still be due: the machine learns of the node only with both).
-    std::string created_node() {
-        std::lock_guard lock(mutex_);
-        return created_;
-    }
-
 private:
     void fired(const watch_state* fired, error_code ec, const watch_event& ev);
 
     std::mutex mutex_;  // a leaf
     std::shared_ptr<watch_state> data_watch_, child_watch_;
     std::shared_ptr<watch_state> own_watch_;  // on our own node (step::watch::own)
-    std::string created_;  // the last create_and_list's node, once its create is answered
     reply_fn wait_done_;   // the current wait's
 };
 
@@ -120,13 +112,7 @@ public:
             if (machine_done_ || answered_) return;
             a = machine_.abandon(reason);
             if (a.template is<done_type>()) machine_done_ = true;
-            else if (machine_.cleanup_pending()) {
-                gate_key_ = cleanup_->enter_gate(gate_path_);
-                // A create answered whose listing (shared with others of the client) is still
-                // due: the node is known here, so it goes before the answer too. The machine
-                // deletes it again once the listing comes (a no-op then).
-                if (auto made = io_.created_node(); !made.empty()) a.deletes.push_back(std::move(made));
-            }
+            else if (machine_.cleanup_pending()) gate_key_ = cleanup_->enter_gate(gate_path_);
         }
         run(std::move(a));
         answer(reason, nullptr);

@@ -50,6 +50,8 @@ queue_fsm::action queue_fsm::on(const any_reply& r, std::int64_t session) {
             using R = std::decay_t<decltype(x)>;
             if constexpr (std::is_same_v<R, reply::created_and_listed>) {
                 return on_created_and_listed(x.create_error, x.created, x.list_error, x.children, session);
+            } else if constexpr (std::is_same_v<R, reply::create_answered>) {
+                return on_create_answered(x.error, x.created);
             } else if constexpr (std::is_same_v<R, reply::parents_created>) {
                 return on_parents_created(x.error);
             } else if constexpr (std::is_same_v<R, reply::multi_and_listed>) {
@@ -75,6 +77,7 @@ queue_fsm::action queue_fsm::new_attempt(std::vector<std::string> deletes) {
     if (!create_.next_attempt()) return finish(false, make_error_code(errc::attempts_exhausted), std::move(deletes));
     listing_free_handoffs_ = 0;
     node_deleted_ = false;
+    create_known_ = false;
     phase_ = phase::creating;
     auto a = create_step();
     a.deletes = std::move(deletes);
@@ -124,7 +127,7 @@ queue_fsm::action queue_fsm::finish_abandoned(std::vector<std::string> deletes) 
 bool queue_fsm::cleanup_pending() const noexcept {
     // A create's reply, or the listing that settles a lost one, is due: a node of ours may exist
     // that we cannot name yet.
-    return abandoned_ && (phase_ == phase::creating || phase_ == phase::recovering);
+    return abandoned_ && ((phase_ == phase::creating && !create_known_) || phase_ == phase::recovering);
 }
 
 const std::vector<contender>& queue_fsm::take_listing(const listing& children, skipped_nodes& skipped,
@@ -149,8 +152,10 @@ queue_fsm::action queue_fsm::on_created_and_listed(error_code create_error, cons
         return ask(step::create_parents{options_.path});
     }
     if (!create_error) {
-        create_.created(created);
-        node_deleted_ = false;
+        if (!std::exchange(create_known_, true)) {
+            create_.created(created);
+            node_deleted_ = false;
+        }
         if (abandoned_) return finish_abandoned(list_error ? std::vector<std::string>{} : create_.stale_children(children.children()));
         if (list_error) {
             // The listing was retried under the retry policy already: asking again would only
@@ -175,6 +180,19 @@ queue_fsm::action queue_fsm::on_created_and_listed(error_code create_error, cons
         return ask(step::list{options_.path});
     }
     return finish(false, create_error);
+}
+
+queue_fsm::action queue_fsm::on_create_answered(error_code error, const create_result& created) {
+    if (phase_ != phase::creating || error || create_known_) return {};
+    create_.created(created);
+    create_known_ = true;
+    node_deleted_ = false;
+    if (!abandoned_) return {};
+    // Given up while the create was due: our node goes now, before anything else; the listing
+    // that comes with it ends the machine.
+    std::vector<std::string> deletes;
+    delete_ours(deletes);
+    return ask(step::none{}, std::move(deletes));
 }
 
 queue_fsm::action queue_fsm::on_parents_created(error_code error) {
@@ -420,7 +438,8 @@ queue_fsm::action queue_fsm::abandon(error_code reason) {
         phase_ = phase::removing_watch;
         return ask(step::remove_watch{create_.full(watched_)}, std::move(deletes));
     }
-    if (phase_ == phase::listing || phase_ == phase::setting_watch || phase_ == phase::removing_watch) {
+    if (phase_ == phase::listing || phase_ == phase::setting_watch || phase_ == phase::removing_watch ||
+        (phase_ == phase::creating && create_known_)) {
         delete_ours(deletes);
     } else if (phase_ == phase::checking_owner) {
         // Ours whichever session made it (its name carries our uuid).

@@ -62,6 +62,9 @@ public:
 
     action on_created_and_listed(error_code create_error, const create_result& created, error_code list_error,
                                  const listing& children, std::int64_t session);
+    /// The create was answered, its listing still due: a node made is known from here on (a
+    /// give-up deletes it at once), and our node's delete is asked for if given up already.
+    action on_create_answered(error_code error, const create_result& created);
     action on_parents_created(error_code error);
     action on_listed(error_code error, const listing& children, std::int64_t session);
     action on_owner(error_code error, const exists_result& result, std::int64_t session);
@@ -145,6 +148,7 @@ private:
     protected_create create_;
     phase phase_ = phase::idle;
     bool node_deleted_ = false;       // its delete was asked for
+    bool create_known_ = false;       // this attempt's create was answered with our node
 
     // What the last evaluation left to go on (no listing is kept while waiting).
     bool fresh_listing_ = false;      // we hold on a listing made after the last departure we saw...

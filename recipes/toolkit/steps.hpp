@@ -21,7 +21,8 @@ namespace zkr::detail {
 namespace step {
 struct none {};  ///< nothing to send now: a reply is still due
 /// create `path` + sequence (ephemeral, with `data`), then list `list`, back to back: the server
-/// answers a session's requests in order, so the listing already shows the new node.
+/// answers a session's requests in order, so the listing already shows the new node. Replies:
+/// create_answered as soon as the create is, then created_and_listed.
 struct create_and_list {
     std::string path;
     std::string data;
@@ -64,6 +65,13 @@ struct created_and_listed {
     error_code list_error;
     listing children;  ///< shared with whoever else of the client the listing answered
 };
+/// The create of a create_and_list step was answered; its listing (shared with others of the
+/// client) may still be due. Comes before that step's created_and_listed, which repeats it; a
+/// machine given up meanwhile learns here of a node it would otherwise name only with both.
+struct create_answered {
+    error_code error;
+    create_result created;
+};
 struct parents_created { error_code error; };
 struct multi_and_listed {
     error_code error;  ///< the first failing op's (the results say which), or the transport's
@@ -102,8 +110,9 @@ struct watch_removed {
 };
 }  // namespace reply
 
-using any_reply = std::variant<reply::created_and_listed, reply::parents_created, reply::multi_and_listed,
-                               reply::listed, reply::owner, reply::watch_set, reply::watch_fired, reply::watch_removed>;
+using any_reply = std::variant<reply::created_and_listed, reply::create_answered, reply::parents_created,
+                               reply::multi_and_listed, reply::listed, reply::owner, reply::watch_set,
+                               reply::watch_fired, reply::watch_removed>;
 
 /// A machine's answer: the next step (or its own `Done`), and our own nodes to delete first
 /// (guaranteed, ordered before the step's requests).

@@ -293,6 +293,11 @@ private:
                 return {};
             });
             if (fc == fault::abandon) abandon_now(machine);
+            // The create's reply is passed on as it comes, ahead of the listing (which the runner
+            // may share with the client's other waiters): it asks for nothing but deletes.
+            auto early = machine.on(reply::create_answered{r.create_error, r.created}, m.session);
+            if (!early.template is<step::none>()) problem("a create's early reply asked for a step");
+            apply_deletes(early);
             fault fl = take_fault();
             // Sent back to back on one connection: what cuts the create's reply cuts the listing's.
             bool session_went = fc == fault::expired_before || fc == fault::expired_after || fc == fault::given_up_after;

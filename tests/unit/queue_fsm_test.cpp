@@ -1143,3 +1143,57 @@ TEST_CASE("queue_fsm 16i: the count of listing-free hand-offs is of the attempt 
     CHECK(acquired(a));
     CHECK(f.listing_free_handoffs() == 0);
 }
+
+TEST_CASE("queue_fsm 17: a create answered before its listing (shared with others of the client)", "[queue_fsm]") {
+    const auto reason = zkr::make_error_code(zkr::errc::cancelled);
+    const std::string ours = "/l/_c_u1-lock-0000000001";
+
+    SECTION("abandoned after: our node goes at once, and nothing is pending") {
+        auto f = make();
+        f.start();
+        auto a = f.on_create_answered({}, created(ours, 100));
+        CHECK(a.is<step::none>());
+        CHECK(a.deletes.empty());
+        a = f.abandon(reason);
+        CHECK(a.is<step::none>());
+        CHECK(a.deletes == strings{ours});  // before the caller is answered
+        CHECK_FALSE(f.cleanup_pending());
+        // The listing that comes with it ends the machine; the node is not deleted twice.
+        a = created_and_listed(f, "_c_u1-lock-0000000001", {"_c_x-lock-0000000000", "_c_u1-lock-0000000001"});
+        CHECK(a.is<step::done>());
+        CHECK_FALSE(acquired(a));
+        CHECK(error_of(a) == reason);
+        CHECK(a.deletes.empty());
+    }
+    SECTION("abandoned before: the answer is when our node goes") {
+        auto f = make();
+        f.start();
+        auto a = f.abandon(reason);
+        CHECK(a.deletes.empty());
+        CHECK(f.cleanup_pending());
+        a = f.on_create_answered({}, created(ours, 100));
+        CHECK(a.is<step::none>());
+        CHECK(a.deletes == strings{ours});
+        CHECK_FALSE(f.cleanup_pending());
+        a = created_and_listed(f, "_c_u1-lock-0000000001", {"_c_u1-lock-0000000001"});
+        CHECK(a.is<step::done>());
+        CHECK_FALSE(acquired(a));
+        CHECK(a.deletes.empty());
+    }
+    SECTION("not abandoned: the node is counted once, and the listing goes on as without it") {
+        auto f = make();
+        f.start();
+        CHECK(f.on_create_answered({}, created(ours, 100)).is<step::none>());
+        auto a = created_and_listed(f, "_c_u1-lock-0000000001", {"_c_u1-lock-0000000001"});
+        CHECK(acquired(a));
+        CHECK(f.nodes_created() == 1);
+        CHECK(f.node_path() == ours);
+    }
+    SECTION("a failed create tells nothing: the listing that comes with it settles it") {
+        auto f = make();
+        f.start();
+        CHECK(f.on_create_answered(ec(errc::connection_loss), {}).is<step::none>());
+        f.abandon(reason);
+        CHECK(f.cleanup_pending());
+    }
+}
