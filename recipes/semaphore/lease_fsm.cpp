@@ -31,6 +31,7 @@ lease_fsm::action lease_fsm::new_attempt(std::vector<std::string> deletes) {
     if (!create_.next_attempt()) return finish(false, make_error_code(errc::attempts_exhausted), std::move(deletes));
     nodes_.clear();
     nodes_deleted_ = false;
+    nodes_known_ = false;
     session_ = 0;
     phase_ = phase::creating;
     // The mutex node first: while it exists we hold the semaphore's mutex, and no one else makes
@@ -80,6 +81,8 @@ lease_fsm::action lease_fsm::on(const any_reply& r, std::int64_t session) {
             using R = std::decay_t<decltype(x)>;
             if constexpr (std::is_same_v<R, reply::multi_and_listed>) {
                 return on_multi(x, session);
+            } else if constexpr (std::is_same_v<R, reply::multi_answered>) {
+                return on_multi_answered(x, session);
             } else if constexpr (std::is_same_v<R, reply::parents_created>) {
                 if (phase_ != phase::making_parents) return {};
                 if (abandoned_) return finish(false, *abandoned_);
@@ -123,8 +126,10 @@ lease_fsm::action lease_fsm::on_multi(const reply::multi_and_listed& r, std::int
         return ask(step::list{options_.leases});
     }
     if (!r.error) {
-        for (std::size_t i = 1; i < r.results.size(); ++i) nodes_.push_back(r.results[i].path);
-        session_ = session;
+        if (!std::exchange(nodes_known_, true)) {
+            for (std::size_t i = 1; i < r.results.size(); ++i) nodes_.push_back(r.results[i].path);
+            session_ = session;
+        }
         if (abandoned_) return finish(false, *abandoned_, r.list_error ? std::vector<std::string>{} : create_.stale_children(r.children.children()));
         if (r.list_error) {
             // Our leases went with the session the listing lost, and our mutex hold with them:
@@ -155,6 +160,20 @@ lease_fsm::action lease_fsm::on_multi(const reply::multi_and_listed& r, std::int
         return ask(step::list{options_.leases});
     }
     return finish(false, r.error);
+}
+
+lease_fsm::action lease_fsm::on_multi_answered(const reply::multi_answered& r, std::int64_t session) {
+    // Only a transaction applied on the session our mutex node is of names leases of ours for
+    // sure; anything else waits for the listing (on_multi).
+    if (phase_ != phase::creating || nodes_known_ || r.error || session == 0 || session != options_.session) return {};
+    for (std::size_t i = 1; i < r.results.size(); ++i) nodes_.push_back(r.results[i].path);
+    session_ = session;
+    nodes_known_ = true;
+    if (!abandoned_) return {};
+    // Given up while the transaction was due: our leases go now, before anything else.
+    std::vector<std::string> deletes;
+    delete_ours(deletes);
+    return ask(step::none{}, std::move(deletes));
 }
 
 lease_fsm::action lease_fsm::recover(const std::vector<std::string>& children) {
@@ -263,7 +282,8 @@ lease_fsm::action lease_fsm::abandon(error_code reason) {
         delete_ours(deletes);
         return finish(false, reason, std::move(deletes));
     }
-    if (phase_ == phase::counting || phase_ == phase::removing_watch) delete_ours(deletes);
+    if (phase_ == phase::counting || phase_ == phase::removing_watch || (phase_ == phase::creating && nodes_known_))
+        delete_ours(deletes);
     else if (phase_ == phase::checking_owner) deletes = std::exchange(candidates_, {});
     if (pending_) {
         // Done already, but for the watch's removal: an abandoned machine holds nothing.

@@ -57,7 +57,9 @@ public:
     action abandon(error_code reason);
 
     bool finished() const noexcept { return phase_ == phase::finished; }
-    bool cleanup_pending() const noexcept { return abandoned_ && (phase_ == phase::creating || phase_ == phase::recovering); }
+    bool cleanup_pending() const noexcept {
+        return abandoned_ && ((phase_ == phase::creating && !nodes_known_) || phase_ == phase::recovering);
+    }
     std::vector<std::string> owned_nodes() const { return nodes_; }
     int attempts() const noexcept { return create_.attempts(); }
 
@@ -67,6 +69,7 @@ private:
     action new_attempt(std::vector<std::string> deletes = {});
     action restart(std::vector<std::string> deletes, error_code why);
     action on_multi(const reply::multi_and_listed& r, std::int64_t session);
+    action on_multi_answered(const reply::multi_answered& r, std::int64_t session);
     action on_listed(const reply::listed& r, std::int64_t session);
     action on_owner(const reply::owner& r, std::int64_t session);
     action on_fired(const reply::watch_fired& r);
@@ -82,6 +85,7 @@ private:
     std::vector<std::string> nodes_;     // our lease nodes (full paths)
     std::int64_t session_ = 0;
     bool nodes_deleted_ = false;
+    bool nodes_known_ = false;           // this attempt's transaction was answered with our leases
     std::vector<std::string> candidates_;          // found by a listing after a lost reply
     std::vector<std::string> recovered_children_;  // that listing, while their owner is checked
     bool watch_armed_ = false;           // a child watch on `leases` is set

@@ -67,6 +67,7 @@ void step_io::send(session_port& port, const step::multi_and_list& s, reply_fn d
     auto j = std::make_shared<joined<reply::multi_and_listed>>(2);
     port.multi(s.ops, completion<std::vector<multi_op_result>>(completion<std::vector<multi_op_result>>::inline_fn(
                           [j, done](error_code ec, std::vector<multi_op_result> r) {
+                              done(reply::multi_answered{ec, r});  // as create_answered
                               if (j->arrive([&](auto& x) {
                                       x.error = ec;
                                       x.results = std::move(r);

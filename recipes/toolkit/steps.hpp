@@ -35,6 +35,7 @@ struct list {
     bool watch = false;
 };
 /// The transaction `ops`, then list `list`, back to back (the listing sees what it made).
+/// Replies: multi_answered as soon as the transaction is, then multi_and_listed.
 struct multi_and_list {
     std::vector<multi_op> ops;
     std::string list;
@@ -71,6 +72,11 @@ struct created_and_listed {
 struct create_answered {
     error_code error;
     create_result created;
+};
+/// The same for a multi_and_list step's transaction.
+struct multi_answered {
+    error_code error;
+    std::vector<multi_op_result> results;
 };
 struct parents_created { error_code error; };
 struct multi_and_listed {
@@ -111,8 +117,8 @@ struct watch_removed {
 }  // namespace reply
 
 using any_reply = std::variant<reply::created_and_listed, reply::create_answered, reply::parents_created,
-                               reply::multi_and_listed, reply::listed, reply::owner, reply::watch_set,
-                               reply::watch_fired, reply::watch_removed>;
+                               reply::multi_and_listed, reply::multi_answered, reply::listed, reply::owner,
+                               reply::watch_set, reply::watch_fired, reply::watch_removed>;
 
 /// A machine's answer: the next step (or its own `Done`), and our own nodes to delete first
 /// (guaranteed, ordered before the step's requests).

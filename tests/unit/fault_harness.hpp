@@ -323,6 +323,9 @@ private:
             // A transport failure leaves no per-op results (the C client's multi has none then).
             if (fm != fault::none && fm != fault::abandon && fm != fault::retried_on_new) r.results.clear();
             if (fm == fault::abandon) abandon_now(machine);
+            auto early = machine.on(reply::multi_answered{r.error, r.results}, m.session);  // as create_answered
+            if (!early.template is<step::none>()) problem("a transaction's early reply asked for a step");
+            apply_deletes(early);
             fault fl = take_fault();
             bool session_went = fm == fault::expired_before || fm == fault::expired_after || fm == fault::given_up_after;
             if (fm != fault::none && fm != fault::abandon && fm != fault::retried_on_new) fl = fault::lost_before;
