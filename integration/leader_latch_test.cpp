@@ -25,6 +25,7 @@ using zkr::errc;
 using zkr::lock_state;
 using zkr::test::eventually;
 using zkr::test::queue_length;
+using zkr::test::queues_empty;
 using zkr::test::test_connect_string;
 using zkr::test::test_options;
 using zkr::test::unique_path;
@@ -277,10 +278,5 @@ TEST_CASE("leader latch: closed just as it joins, it leaves no hold and no node 
         }
     }
     CHECK(eventually([&] { return zkr::detail::live_now().holds == 0; }));
-    CHECK(eventually([&] {
-        for (auto& p : paths) {
-            if (queue_length(c, p) != 0) return false;
-        }
-        return true;
-    }));
+    CHECK(eventually([&] { return queues_empty(c, paths); }));
 }

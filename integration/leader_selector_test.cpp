@@ -23,6 +23,7 @@ using namespace std::chrono_literals;
 using zkr::lock_state;
 using zkr::test::eventually;
 using zkr::test::queue_length;
+using zkr::test::queues_empty;
 using zkr::test::test_connect_string;
 using zkr::test::test_options;
 using zkr::test::unique_path;
@@ -292,10 +293,5 @@ TEST_CASE("leader selector: closed while terms follow each other, it leaves no h
     CHECK(eventually([&] { return zkr::detail::live_now().holds == 0; }));
     // Found (stop 27): a selector destroyed between its runner finishing an acquisition and the
     // runner's answer left that node until the session ended (fsm_runner_test.cpp).
-    CHECK(eventually([&] {
-        for (auto& p : paths) {
-            if (queue_length(c, p) != 0) return false;
-        }
-        return true;
-    }));
+    CHECK(eventually([&] { return queues_empty(c, paths); }));
 }

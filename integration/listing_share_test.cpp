@@ -69,22 +69,43 @@ struct granted_waiters {
     }
 };
 
+// A lock path held by a client of its own, and a client whose traffic goes through a proxy, with
+// a zkr::mutex on that path: the proxied client's waiters queue behind the holder.
+struct held_behind_proxy {
+    std::string path;
+    zkr::client holder_client;
+    zkr::mutex holder;
+    fault_proxy proxy;
+    zkr::client c;
+    zkr::mutex m;
+
+    explicit held_behind_proxy(const std::string& name, zkr::retry::policy_ptr retry = zkr::retry::default_policy())
+        : path(unique_path(name)),
+          holder_client(test_options(test_connect_string())),
+          holder(holder_client, path),
+          proxy(first_server(test_connect_string())),
+          c(proxied_options(proxy, std::move(retry))),
+          m(c, path) {
+        holder.lock();
+        c.wait_connected(10s);
+    }
+    static zkr::client_options proxied_options(const fault_proxy& proxy, zkr::retry::policy_ptr retry) {
+        auto options = test_options(proxy.address());
+        options.retry_policy = std::move(retry);
+        return options;
+    }
+    std::size_t creates() const { return proxy.requests_seen(zk_op::create) + proxy.requests_seen(zk_op::create2); }
+};
+
 }  // namespace
 
 TEST_CASE("waiters of one client share a listing: two hundred queued while one is in flight cost two listings, and are served in order",
           "[listing_share]") {
     const int waiters = 200;
-    std::string path = unique_path("listing-share");
-    zkr::client holder_client(test_options(test_connect_string()));
-    zkr::mutex holder(holder_client, path);
-    holder.lock();
-
-    fault_proxy proxy(first_server(test_connect_string()));
-    zkr::client c(test_options(proxy.address()));
-    c.wait_connected(10s);
-    zkr::mutex m(c, path);
+    held_behind_proxy q("listing-share");
+    auto& [path, holder_client, holder, proxy, c, m] = q;
     auto listings_before = listings_seen(proxy, path);
-    auto creates_before = proxy.requests_seen(zk_op::create) + proxy.requests_seen(zk_op::create2);
+    auto creates_before = q.creates();
 
     // Nothing this client sends is answered until every waiter has asked: the first listing is
     // in flight all along, and every other waiter's must wait for the one after it.
@@ -96,7 +117,7 @@ TEST_CASE("waiters of one client share a listing: two hundred queued while one i
     REQUIRE(eventually([&] { return queue_length(holder_client, path) == waiters + 1; }, 30s));
     settle_listings(c, proxy, path, listings_before);
     CHECK(listings_seen(proxy, path) - listings_before == 2);
-    CHECK(proxy.requests_seen(zk_op::create) + proxy.requests_seen(zk_op::create2) - creates_before == waiters);
+    CHECK(q.creates() - creates_before == waiters);
 
     holder.unlock();
     REQUIRE(eventually([&] { return w.count() == waiters; }, 60s));
@@ -144,16 +165,9 @@ TEST_CASE("a listing asked for while one is in flight is answered by the next on
 // by its retry, and none of them fails, queues twice or is served out of turn.
 TEST_CASE("a listing shared by waiters of one client whose reply is lost is retried for all of them",
           "[listing_share]") {
-    std::string path = unique_path("listing-lost");
-    zkr::client holder_client(test_options(test_connect_string()));
-    zkr::mutex holder(holder_client, path);
-    holder.lock();
-
-    fault_proxy proxy(first_server(test_connect_string()));
-    zkr::client c(test_options(proxy.address()));
-    c.wait_connected(10s);
-    zkr::mutex m(c, path);
-    auto creates_before = proxy.requests_seen(zk_op::create) + proxy.requests_seen(zk_op::create2);
+    held_behind_proxy q("listing-lost");
+    auto& [path, holder_client, holder, proxy, c, m] = q;
+    auto creates_before = q.creates();
     auto listings_before = listings_seen(proxy, path);
 
     proxy.blackhole(true);
@@ -168,7 +182,7 @@ TEST_CASE("a listing shared by waiters of one client whose reply is lost is retr
     REQUIRE(eventually([&] { return proxy.replies_lost() == 1; }));
     REQUIRE(eventually([&] { return queue_length(holder_client, path) == 4; }));
     // Every create was answered before the lost reply: no create was in doubt, none sent twice.
-    CHECK(proxy.requests_seen(zk_op::create) + proxy.requests_seen(zk_op::create2) - creates_before == 3);
+    CHECK(q.creates() - creates_before == 3);
     // A's, the lost one, and its retry (after the retry policy's sleep).
     CHECK(eventually([&] { return listings_seen(proxy, path) - listings_before == 3; }));
     holder.unlock();
@@ -184,17 +198,8 @@ TEST_CASE("a listing shared by waiters of one client whose reply is lost is retr
 // was to answer, and each one's node is deleted; the waiter before them is untouched.
 TEST_CASE("a listing shared by waiters of one client that fails answers all of them with its error, leaving no node",
           "[listing_share]") {
-    std::string path = unique_path("listing-failed");
-    zkr::client holder_client(test_options(test_connect_string()));
-    zkr::mutex holder(holder_client, path);
-    holder.lock();
-
-    fault_proxy proxy(first_server(test_connect_string()));
-    auto options = test_options(proxy.address());
-    options.retry_policy = std::make_shared<zkr::retry::retry_n_times>(0, 10ms);
-    zkr::client c(options);
-    c.wait_connected(10s);
-    zkr::mutex m(c, path);
+    held_behind_proxy q("listing-failed", std::make_shared<zkr::retry::retry_n_times>(0, 10ms));
+    auto& [path, holder_client, holder, proxy, c, m] = q;
 
     proxy.blackhole(true);
     granted_waiters w;

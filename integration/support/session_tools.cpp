@@ -143,6 +143,10 @@ std::size_t queue_length(zkr::client& c, const std::string& path) {
     return r.children.size();
 }
 
+bool queues_empty(zkr::client& c, const std::vector<std::string>& paths) {
+    return std::all_of(paths.begin(), paths.end(), [&](const std::string& p) { return queue_length(c, p) == 0; });
+}
+
 void fail_deadline(const std::string& what, std::chrono::milliseconds timeout) {
     std::string message = "waited " + std::to_string(timeout.count()) + " ms for " + what + " in vain";
     std::fprintf(stderr, "deadline passed: %s\n", message.c_str());

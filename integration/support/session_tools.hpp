@@ -58,6 +58,8 @@ private:
 /// How many children `path` has (0 if it does not exist): the length of a lock's queue. Any other
 /// failure of the listing throws: a check that "nothing is left" must not pass on an error.
 std::size_t queue_length(zkr::client& c, const std::string& path);
+/// Whether every one of `paths` has no child (or does not exist); throws as queue_length.
+bool queues_empty(zkr::client& c, const std::vector<std::string>& paths);
 /// The child watches a waiting lock queue under `path` keeps on the server, counted as the server
 /// counts them (one per node and session): each node's owner watches its own node, and each
 /// waiter the node just ahead of it. Throws if a listing or a read fails.

@@ -27,7 +27,6 @@ std::string protected_create::creation_path() const { return full(prefix_ + name
 
 void protected_create::created(const create_result& r) {
     path_ = r.path;
-    node_ = std::string(zkr::node_name(path_));
     czxid_ = r.stat.czxid;
     session_ = r.stat.ephemeral_owner;
     adopted_ = false;
@@ -60,7 +59,6 @@ void protected_create::settled() {
 
 bool protected_create::adopt_if_ours(const std::string& candidate, const exists_result& r, std::int64_t session) {
     if (!r.exists || session == 0 || r.stat.ephemeral_owner != session) return false;
-    node_ = candidate;
     path_ = full(candidate);
     czxid_ = r.stat.czxid;
     session_ = session;
@@ -83,7 +81,6 @@ std::vector<std::string> protected_create::stale_children(const std::vector<std:
 std::vector<unsettled_create> protected_create::take_unsettled() { return std::exchange(unsettled_, {}); }
 
 void protected_create::forget_node() {
-    node_.clear();
     path_.clear();
     czxid_ = session_ = 0;
     adopted_ = false;

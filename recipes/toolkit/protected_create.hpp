@@ -11,6 +11,7 @@
 // which sweeps for its prefix for as long as the session that sent it lives.
 #pragma once
 
+#include "zkr/path.hpp"
 #include "zkr/types.hpp"
 
 #include <cstdint>
@@ -67,8 +68,9 @@ public:
 
     /// Our node went (with its session): none is ours any more.
     void forget_node();
-    bool has_node() const noexcept { return !node_.empty(); }
-    const std::string& node_name() const noexcept { return node_; }
+    bool has_node() const noexcept { return !path_.empty(); }
+    /// The last part of node_path() (a view of it: one string per waiter, not two).
+    std::string_view node_name() const noexcept { return zkr::node_name(path_); }
     const std::string& node_path() const noexcept { return path_; }
     std::int64_t czxid() const noexcept { return czxid_; }
     /// The session our node was made on.
@@ -90,7 +92,7 @@ private:
     std::string prefix_;                       // "_c_<uuid>-" of the current attempt
     std::vector<std::string> stale_prefixes_;  // earlier attempts
     std::vector<unsettled_create> unsettled_;
-    std::string node_, path_;
+    std::string path_;
     std::int64_t czxid_ = 0, session_ = 0;
     bool adopted_ = false;
     int attempts_ = 0;

@@ -276,7 +276,7 @@ queue_fsm::action queue_fsm::on_owner(error_code error, const exists_result& res
 
 queue_fsm::action queue_fsm::evaluate(const std::vector<contender>& queue, skipped_nodes skipped, std::int64_t session,
                                       std::vector<std::string> deletes) {
-    const std::string& node = create_.node_name();
+    std::string_view node = create_.node_name();
     auto ours = locate(queue, node);
     if (ours != queue.end() && std::find(skipped.begin(), skipped.end(), node) != skipped.end()) ours = queue.end();
     if (ours == queue.end() || session == 0 || session != create_.session()) {

@@ -97,7 +97,7 @@ public:
     const std::string& node_path() const noexcept { return create_.node_path(); }
     /// Our nodes now (for the runner's last-resort cleanup).
     std::vector<std::string> owned_nodes() const { return {node_path()}; }
-    const std::string& node_name() const noexcept { return create_.node_name(); }
+    std::string_view node_name() const noexcept { return create_.node_name(); }
     std::int64_t czxid() const noexcept { return create_.czxid(); }
     std::int64_t session() const noexcept { return create_.session(); }
     bool adopted() const noexcept { return create_.adopted(); }
