@@ -255,7 +255,13 @@ lease_fsm::action lease_fsm::evaluate(const std::vector<std::string>& children, 
 }
 
 lease_fsm::action lease_fsm::on_fired(const reply::watch_fired& r) {
-    if (phase_ != phase::waiting) return {};
+    if (phase_ != phase::waiting) {
+        // Our child watch ended while we count without setting one (the maximum changed): it is
+        // spent, and the count under way may have been read before what it saw. Should that
+        // count find us still full, count again with a new watch rather than wait on none.
+        if (phase_ == phase::counting && (r.child_watch || r.error)) watch_armed_ = false;
+        return {};
+    }
     if (r.error) {
         watch_armed_ = false;
         if (r.error == errc::client_closed) return finish(false, r.error);

@@ -118,3 +118,45 @@ TEST_CASE("lease_fsm under a fault at every step of every scenario", "[lease_fsm
     }
     CHECK(runs > 100);
 }
+
+// Found by review (stop 27): the maximum changed while the semaphore was full (an injected data
+// event), so the machine counted again without a new watch, keeping the child watch it had; that
+// watch fired while the count was in flight (a lease returned just after the count was read) and
+// was dropped, and the machine then waited on the spent watch: a lost wake-up, until the deadline
+// or the next change of the maximum. It must count again with a new watch instead.
+TEST_CASE("lease_fsm: a child watch that fires while counting after a change of the maximum is not waited on again",
+          "[lease_fsm]") {
+    const std::int64_t session = 7;
+    lease_options o;
+    o.leases = leases;
+    o.guard = mutex_node;
+    o.session = session;
+    o.data = "us";
+    o.max = [] { return 1; };
+    lease_fsm f(o, [] { return std::string("u1"); });
+    REQUIRE(f.start().is<step::multi_and_list>());
+    std::vector<zkr::multi_op_result> results(2);
+    results[1].path = leases + "/_c_u1-lease-0000000001";
+    reply::multi_and_listed made{{}, results, {}, zkr::detail::listing({"_c_o0-lease-0000000000", "_c_u1-lease-0000000001"})};
+    auto a = f.on(made, session);
+    REQUIRE(a.is<step::list>());  // full: count again, setting the child watch
+    CHECK(a.as<step::list>().watch);
+    a = f.on(reply::listed{{}, zkr::detail::listing({"_c_o0-lease-0000000000", "_c_u1-lease-0000000001"})}, session);
+    REQUIRE(a.is<step::wait>());
+    // The maximum changed: count again; the child watch stays set.
+    a = f.on(reply::watch_fired{{}, event_type::changed, false}, session);
+    REQUIRE(a.is<step::list>());
+    CHECK_FALSE(a.as<step::list>().watch);
+    // Meanwhile the other lease is returned: the child watch fires, in the counting phase.
+    CHECK(f.on(reply::watch_fired{{}, event_type::child, true}, session).is<step::none>());
+    // The count was read before that and still shows the semaphore full.
+    a = f.on(reply::listed{{}, zkr::detail::listing({"_c_o0-lease-0000000000", "_c_u1-lease-0000000001"})}, session);
+    REQUIRE_FALSE(a.is<step::wait>());  // nothing is armed to end such a wait
+    REQUIRE(a.is<step::list>());
+    CHECK(a.as<step::list>().watch);
+    // The new count sees the lease gone: acquired, once the new watch is taken off.
+    a = f.on(reply::listed{{}, zkr::detail::listing({"_c_u1-lease-0000000001"})}, session);
+    if (a.is<step::remove_watch>()) a = f.on(reply::watch_removed{}, session);
+    REQUIRE(a.is<step::leases_done>());
+    CHECK(a.as<step::leases_done>().acquired);
+}
