@@ -36,11 +36,12 @@ std::string acquire_with_hook(zkr::client& c, const std::string& path, bool take
     o.path = path;
     o.kind = zkr::detail::queue_kind::exclusive;
     o.data = "runner-test";
-    std::promise<std::string> answered;
-    auto node = answered.get_future();
+    // Shared: the hook may still be returning from set_value when the test goes on.
+    auto answered = std::make_shared<std::promise<std::string>>();
+    auto node = answered->get_future();
     runner::hooks hooks;
-    hooks.answer = [&answered, taken](zkr::error_code, const zkr::detail::step::done* d, const zkr::detail::queue_fsm& m) {
-        answered.set_value(d && d->acquired ? m.node_path() : std::string());
+    hooks.answer = [answered, taken](zkr::error_code, const zkr::detail::step::done* d, const zkr::detail::queue_fsm& m) {
+        answered->set_value(d && d->acquired ? m.node_path() : std::string());
         return taken;
     };
     auto r = std::make_shared<runner>(port, cleanup, path, zkr::detail::queue_fsm(std::move(o), &zkr::detail::random_uuid),

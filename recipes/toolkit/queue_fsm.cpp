@@ -65,8 +65,10 @@ queue_fsm::action queue_fsm::on(const any_reply& r, std::int64_t session) {
                                     x.data_read && is_zkr_owner_data(x.data), x.own_gone);
             } else if constexpr (std::is_same_v<R, reply::watch_fired>) {
                 return on_watch_event(x.error, x.type, session, x.child_watch, x.own_node);
-            } else {
+            } else if constexpr (std::is_same_v<R, reply::watch_removed>) {
                 return on_watch_removed();
+            } else {
+                return {};  // never asked for (a transaction's early reply)
             }
         },
         r);
