@@ -1,0 +1,211 @@
+// Issue 33: once zkr has said a connection is suspended, no hold may read as held — not in zkr's
+// own session listeners (the latch's and selector's hold monitor, which cache what they read),
+// not in the user's state listener.
+//
+// The ZooKeeper C client (3.8, zookeeper.c cleanup()) queues the CONNECTING session event first,
+// then fails every request it holds (one fake reply each), and only then sets its own state to
+// not-connected. zkr handles the event meanwhile on its session thread: a hold read from the C
+// client's state alone reads held there, a latch cached that, and with nothing else to wake it up
+// before its lease ran out it answered await_leadership() true on its closed session's node (the
+// CI failure of "the container path reaped while the session was away"). The more requests the
+// client has in flight when the connection goes, the longer that window: these tests cut the
+// connection under a backlog of unanswered reads, so the window is wide every time.
+#include "support/fault_proxy.hpp"
+#include "support/session_tools.hpp"
+#include "support/zk_cluster.hpp"
+#include "client_impl.hpp"
+#include "zkr/client.hpp"
+#include "zkr/leader_latch.hpp"
+#include "zkr/mutex.hpp"
+#include "zkr/semaphore.hpp"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_future.hpp>
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <vector>
+#include <optional>
+
+using namespace std::chrono_literals;
+using zkr::connection_state;
+using zkr::lock_state;
+using zkr::test::eventually;
+using zkr::test::fault_proxy;
+using zkr::test::first_server;
+using zkr::test::get_within;
+using zkr::test::queue_length;
+using zkr::test::test_connect_string;
+using zkr::test::test_options;
+using zkr::test::unique_path;
+
+namespace {
+
+constexpr auto deadline = 30s;
+// Unanswered reads in flight when the connection is cut: the C client fails each before it says
+// it is not connected (about 40 ms of that on the CI machine; the events take microseconds).
+constexpr int backlog = 20'000;
+// Long enough that no lease runs out during a test: a hold read as held past the cut can only
+// come from a stale read, never from a lease still running.
+constexpr auto session_timeout = 8000ms;
+
+// What a hold read in the user's state listener as it was told `suspended`.
+struct suspended_reading {
+    std::promise<lock_state> promise;
+    std::future<lock_state> future = promise.get_future();
+    std::atomic<bool> taken{false};
+    zkr::subscription subscription;
+
+    suspended_reading(zkr::client& c, std::function<lock_state()> read) {
+        subscription = c.on_state_change([this, read = std::move(read)](connection_state s) {
+            if (s == connection_state::suspended && !taken.exchange(true)) promise.set_value(read());
+        });
+    }
+};
+
+// Cuts `c`'s connection (and keeps it cut) with `backlog` reads of `path` unanswered in flight.
+void cut_under_backlog(zkr::client& c, fault_proxy& proxy, const std::string& path) {
+    proxy.blackhole(true);
+    auto answered = std::make_shared<std::atomic<int>>(0);
+    for (int i = 0; i < backlog; ++i) c.async_exists(path, [answered](zkr::error_code, zkr::exists_result) { ++*answered; });
+    proxy.refuse_connections(true);
+    proxy.drop_all_connections();
+    proxy.blackhole(false);
+}
+
+}  // namespace
+
+TEST_CASE("suspect window: a latch told suspended has stopped leading, and after its session is closed outside it "
+          "never leads on the dead node",
+          "[leader_latch][issue33]") {
+    const std::string connect = test_connect_string(), path = unique_path("suspect-latch");
+    fault_proxy proxy(first_server(connect));
+    zkr::client ca(test_options(proxy.address(), session_timeout));
+    zkr::client observer(test_options(connect));
+    zkr::leader_latch a(ca, path, "a");
+    std::mutex calls_mutex;
+    std::vector<bool> calls;  // true: on_leadership, false: on_not_leader
+    auto record = [&](bool leading) {
+        std::lock_guard lock(calls_mutex);
+        calls.push_back(leading);
+    };
+    auto up = a.on_leadership([&] { record(true); });
+    auto down = a.on_not_leader([&] { record(false); });
+    a.start();
+    REQUIRE(a.await_leadership(deadline));
+    const auto token = a.fencing_token();
+    const auto old_session = ca.session_id();
+
+    // What the latch answers as the user hears of the cut: listeners are posted after zkr's own.
+    struct answers {
+        bool awaited, has;
+        lock_state state;
+    };
+    std::promise<answers> told;
+    std::atomic<bool> taken{false};
+    auto sub = ca.on_state_change([&](connection_state s) {
+        if (s == connection_state::suspended && !taken.exchange(true))
+            told.set_value(answers{a.await_leadership(0ms), a.has_leadership(), a.state()});
+    });
+    auto credentials = zkr::detail::client_access::impl(ca)->session_credentials();
+    cut_under_backlog(ca, proxy, path + "/absent");
+    auto seen = get_within(told.get_future(), deadline, "the suspended event");
+    CHECK_FALSE(seen.awaited);
+    CHECK_FALSE(seen.has);
+    CHECK(seen.state == lock_state::uncertain);
+
+    // The session closed on the server while the client is away, well within the lease: back,
+    // the latch leads on a new node of its new session, never on the old one.
+    { zkr::test::session_keeper closer(connect, credentials); }
+    REQUIRE(eventually([&] { return queue_length(observer, path) == 0; }, deadline));
+    proxy.refuse_connections(false);
+    REQUIRE(a.await_leadership(deadline));
+    CHECK(a.fencing_token() > token);
+    CHECK(ca.session_id() != old_session);
+    CHECK(observer.exists(a.node_path()).stat.ephemeral_owner == ca.session_id());
+    CHECK(queue_length(observer, path) == 1);
+    // Told in order: led, stopped as the connection went, leads again.
+    REQUIRE(eventually([&] {
+        std::lock_guard lock(calls_mutex);
+        return calls.size() >= 3;
+    }, deadline));
+    std::lock_guard lock(calls_mutex);
+    CHECK(calls == std::vector<bool>{true, false, true});
+}
+
+namespace {
+
+// The error a hold's async_wait_lost completes with, as a future.
+template <class WaitLost>
+std::future<zkr::error_code> lost_promise(WaitLost wait_lost) {
+    auto p = std::make_shared<std::promise<zkr::error_code>>();
+    auto f = p->get_future();
+    wait_lost([p](zkr::error_code ec) { p->set_value(ec); });
+    return f;
+}
+
+// A hold cut off under a backlog: read uncertain by the listener told `suspended`; then, with
+// `closed_outside`, its session is closed on the server while it is away (for less than its
+// timeout) and it must never read held again — lost once the client hears; else it is held again
+// when the connection is back.
+template <class Read, class WaitLost>
+void check_cut_hold(zkr::client& c, fault_proxy& proxy, const std::string& connect, const std::string& queue, Read read,
+                    WaitLost wait_lost) {
+    const bool closed_outside = GENERATE(false, true);
+    INFO((closed_outside ? "its session closed on the server while it was away" : "its session kept"));
+    REQUIRE(read() == lock_state::held);
+    std::future<zkr::error_code> lost = lost_promise(wait_lost);
+    suspended_reading reading(c, read);
+    auto credentials = zkr::detail::client_access::impl(c)->session_credentials();
+    cut_under_backlog(c, proxy, queue + "/absent");
+    CHECK(get_within(reading.future, deadline, "the suspended event") == lock_state::uncertain);
+    if (!closed_outside) {
+        proxy.refuse_connections(false);
+        REQUIRE(eventually([&] { return read() == lock_state::held; }, deadline));
+        CHECK(lost.wait_for(0s) == std::future_status::timeout);
+        return;
+    }
+    { zkr::test::session_keeper closer(connect, credentials); }
+    zkr::client observer(test_options(connect));
+    REQUIRE(eventually([&] { return queue_length(observer, queue) == 0; }, deadline));
+    proxy.refuse_connections(false);
+    // Every reading from here on: uncertain until the client hears of the expiry, then lost.
+    bool held_again = false;
+    REQUIRE(eventually([&] {
+        auto s = read();
+        held_again = held_again || s == lock_state::held;
+        return s == lock_state::lost;
+    }, deadline));
+    CHECK_FALSE(held_again);
+    CHECK(get_within(lost, deadline, "the loss") == zkr::errc::lock_lost);
+}
+
+}  // namespace
+
+TEST_CASE("suspect window: a lock hold reads uncertain in the listener told suspended, and lost once its session "
+          "closed while away",
+          "[mutex][issue33]") {
+    const std::string connect = test_connect_string(), path = unique_path("suspect-mutex");
+    fault_proxy proxy(first_server(connect));
+    zkr::client c(test_options(proxy.address(), session_timeout));
+    zkr::mutex m(c, path);
+    auto hold = m.async_lock(boost::asio::use_future).get();
+    check_cut_hold(c, proxy, connect, path, [&] { return hold.state(); },
+                   [&](auto done) { hold.async_wait_lost(std::move(done)); });
+}
+
+TEST_CASE("suspect window: a semaphore lease reads uncertain in the listener told suspended, and lost once its "
+          "session closed while away",
+          "[semaphore][issue33]") {
+    const std::string connect = test_connect_string(), path = unique_path("suspect-lease");
+    fault_proxy proxy(first_server(connect));
+    zkr::client c(test_options(proxy.address(), session_timeout));
+    zkr::semaphore s(c, path, 2);
+    auto lease = s.acquire();
+    check_cut_hold(c, proxy, connect, path + "/leases", [&] { return lease.state(); },
+                   [&](auto done) { lease.async_wait_lost(std::move(done)); });
+}
