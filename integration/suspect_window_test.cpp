@@ -209,3 +209,33 @@ TEST_CASE("suspect window: a semaphore lease reads uncertain in the listener tol
     check_cut_hold(c, proxy, connect, path + "/leases", [&] { return lease.state(); },
                    [&](auto done) { lease.async_wait_lost(std::move(done)); });
 }
+
+// The other side of the same window: the C client already says the connection is down while zkr's
+// session thread has not yet handled the event (busy). The latch answers live, not from what its
+// listeners were last told.
+TEST_CASE("suspect window: a latch whose session thread has not yet heard of the cut does not answer leading",
+          "[leader_latch][issue33]") {
+    const std::string connect = test_connect_string(), path = unique_path("suspect-busy");
+    fault_proxy proxy(first_server(connect));
+    zkr::client ca(test_options(proxy.address(), session_timeout));
+    zkr::leader_latch a(ca, path, "a");
+    a.start();
+    REQUIRE(a.await_leadership(deadline));
+    // Hold the session thread until the test has read what it needs.
+    std::promise<void> release, holding;
+    auto released = release.get_future().share();
+    boost::asio::post(zkr::detail::client_access::impl(ca)->threads()->session, [&holding, released] {
+        holding.set_value();
+        released.wait_for(deadline);
+    });
+    get_within(holding.get_future(), deadline, "the session thread");
+    proxy.refuse_connections(true);
+    proxy.drop_all_connections();
+    CHECK(eventually([&] { return !ca.is_connected(); }, deadline));
+    CHECK_FALSE(a.has_leadership());
+    CHECK(a.state() == lock_state::uncertain);
+    CHECK_FALSE(a.await_leadership(0ms));
+    release.set_value();
+    proxy.refuse_connections(false);
+    CHECK(a.await_leadership(deadline));
+}

@@ -36,6 +36,9 @@ spent-lease-watch-waited-on~recipes/semaphore/lease_fsm.cpp~        if (phase_ =
 listing-error-to-one~recipes/toolkit/listing_coalescer.cpp~                for (auto& a : batch) a(ec, answer);~                if (!ec) for (auto& a : batch) a(ec, answer); else batch.front()(ec, answer);~integration:a listing shared by waiters*
 untaken-outcome-kept~recipes/toolkit/fsm_runner.hpp~        return hooks_.answer(reason, outcome, machine_);~        hooks_.answer(reason, outcome, machine_);\n        return true;~integration:[fsm_runner]
 guard-checks-one-part~src/requests.cpp~zoo_check_op_init(&zoo_ops_[w + 1 + k], o.also[k].c_str(), any_version);~zoo_check_op_init(&zoo_ops_[w + 1 + k], o.path.c_str(), any_version);~integration:multi-lock: the async form*
+suspended-read-as-connected~src/client_impl.cpp~    if (live != ZOO_CONNECTED_STATE || !connected_.load()) return session_health::suspect;~    if (live != ZOO_CONNECTED_STATE) return session_health::suspect;~integration:[issue33]
+latch-leads-while-uncertain~recipes/leader/leader_latch.cpp~    bool leading_now_locked() const { return leadership_ && holds_->state_of(*leadership_) == lock_state::held; }~    bool leading_now_locked() const { return leadership_ && holds_->state_of(*leadership_) != lock_state::lost; }~integration:[issue33]
+latch-await-from-flag~recipes/leader/leader_latch.cpp~        return !closed_ && leading_ && leading_now_locked();~        return leading_;~integration:[issue33]
 EOF
 )
 

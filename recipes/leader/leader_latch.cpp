@@ -7,7 +7,8 @@
 // Threads: joins, answers and losses run wherever the toolkit runs them (the C client's
 // completion thread, the session thread); listeners and handlers are posted to the client's
 // executor, through a strand so that they run in order. Lock order: latch_impl::mutex_ before
-// the toolkit's leaf mutexes; nothing else is called under it.
+// the toolkit's leaf mutexes and the session's live health read (hold_registry::state_of); nothing
+// that sends a request or runs user code is called under it.
 #include "zkr/leader_latch.hpp"
 
 #include "toolkit/cleanup.hpp"
@@ -103,8 +104,10 @@ public:
     bool await_for(std::chrono::milliseconds timeout) {
         std::unique_lock lock(mutex_);
         auto until = std::chrono::steady_clock::now() + std::min(timeout, std::chrono::milliseconds(std::chrono::hours(24 * 365 * 100)));
-        leading_changed_.wait_until(lock, until, [&] { return leading_ || closed_; });
-        return leading_;
+        // The flag says what listeners were told; the answer is read live as well, like
+        // has_leadership(), so it is never older than the connection's last change.
+        leading_changed_.wait_until(lock, until, [&] { return (leading_ && leading_now_locked()) || closed_; });
+        return !closed_ && leading_ && leading_now_locked();
     }
 
     void await_async(completion<> done, asio::cancellation_slot slot) {
@@ -114,7 +117,7 @@ public:
                 done(make_error_code(errc::cancelled));
                 return;
             }
-            if (!leading_) {
+            if (!leading_ || !leading_now_locked()) {
                 std::uint64_t key = ++next_waiter_;
                 await_waiters_.emplace(key, std::move(done));
                 if (slot.is_connected()) {
@@ -311,29 +314,26 @@ private:
     }
 
     // Reads the leadership live and tells whoever waits or listens what changed (the monitor calls
-    // it whenever that may have changed).
+    // it whenever that may have changed). Read under the mutex: calls on two threads (a session
+    // event, a join answered) must not let the earlier reading be written last.
     void refresh() {
-        std::shared_ptr<hold> h;
-        {
-            std::lock_guard lock(mutex_);
-            h = leadership_;
-        }
-        bool now = h && holds_->state_of(*h) == lock_state::held;
-        bool changed;
+        bool now, changed;
         std::map<std::uint64_t, completion<>> waiters;
         {
             std::lock_guard lock(mutex_);
-            if (closed_ || leadership_ != h) return;
+            if (closed_) return;
+            now = leading_now_locked();
             changed = now != leading_;
             leading_ = now;
             if (now) waiters.swap(await_waiters_);
         }
-        if (changed) {
-            leading_changed_.notify_all();
-            notify(now);
-        }
+        if (changed || now) leading_changed_.notify_all();
+        if (changed) notify(now);
         for (auto& [key, w] : waiters) w({});
     }
+
+    // Under the mutex: whether the current leadership is held now, read live.
+    bool leading_now_locked() const { return leadership_ && holds_->state_of(*leadership_) == lock_state::held; }
 
     void notify(bool leadership) {
         std::vector<std::shared_ptr<listener>> calls;
