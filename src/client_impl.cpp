@@ -161,11 +161,11 @@ session_health client_impl::health(std::int64_t session) const {
     if (zoo_client_id(zh_)->client_id != session) return session_health::gone;
     int live = zoo_state(zh_);
     if (live == ZOO_EXPIRED_SESSION_STATE || live == ZOO_AUTH_FAILED_STATE) return session_health::gone;
-    // The worse of the C client's state and what zkr has reported: the C client queues its
-    // CONNECTING event first, then fails every request it holds, and only then stops saying
-    // connected — so a listener told `suspended` (zkr's, a hold monitor among them, or the
-    // user's) would otherwise read a hold as held for as long as that takes (issue 33).
-    if (live != ZOO_CONNECTED_STATE || !connected_.load()) return session_health::suspect;
+    // The worse of the C client's state and of its latest event: it queues its CONNECTING event
+    // first, then fails every request it holds, and only then stops saying connected — so a
+    // listener told `suspended` (zkr's, a hold monitor among them, or the user's) would otherwise
+    // read a hold as held for as long as that takes (issue 33).
+    if (live != ZOO_CONNECTED_STATE || c_client_down_.load() == ((generation_ << 1) | 1)) return session_health::suspect;
     return std::chrono::steady_clock::now() < current_lease() ? session_health::live : session_health::suspect;
 }
 

@@ -169,6 +169,9 @@ public:
 
     /// Handle-level events from the C client (run on the session thread).
     void on_handle_event(std::uint64_t generation, int zstate);
+    /// The same event as the C client delivers it, on its completion thread, before it is handed
+    /// to the session thread: health() reads it (see c_client_down_).
+    void note_handle_event(std::uint64_t generation, int zstate) noexcept;
 
 private:
     struct listener_entry {
@@ -251,6 +254,11 @@ private:
     std::atomic<bool> watch_limit_reported_{false};        // logged once per client
     std::atomic<bool> closed_{false};
     std::atomic<bool> connected_{false};
+    // What the C client's latest session event said, as it delivered it: (generation << 1) | 1 when
+    // that handle is not connected. libzookeeper_mt queues its CONNECTING event before it stops
+    // saying connected (it first fails every request it holds), and its CONNECTED event before
+    // any reply of the new connection: so health() takes the worse of this and zoo_state().
+    std::atomic<std::uint64_t> c_client_down_{0};
     std::atomic<std::int64_t> negotiated_timeout_{0};
     std::atomic<std::uint64_t> session_count_{0};
     std::atomic<std::int64_t> last_sent_{0};  // steady clock ticks of the latest send

@@ -35,6 +35,7 @@ void on_handle_watcher(zhandle_t*, int type, int state, const char*, void* conte
     auto* ctx = static_cast<handle_context*>(context);
     client_impl* c = ctx->client;
     std::uint64_t generation = ctx->generation;
+    c->note_handle_event(generation, state);
     asio::post(c->session_executor(), [c, generation, state] { c->on_handle_event(generation, state); });
 }
 
@@ -224,6 +225,10 @@ void client_impl::after_close(std::uint64_t generation) {
 std::size_t client_impl::handle_contexts() const {
     std::shared_lock lock(handle_mutex_);
     return contexts_.size();
+}
+
+void client_impl::note_handle_event(std::uint64_t generation, int zstate) noexcept {
+    c_client_down_.store((generation << 1) | (zstate == ZOO_CONNECTED_STATE ? 0 : 1));
 }
 
 void client_impl::on_handle_event(std::uint64_t generation, int zstate) {

@@ -27,10 +27,9 @@ namespace zkr::detail {
 
 /// How a session stands right now, from the C client's live view and the lease.
 enum class session_health {
-    live,     ///< the handle is connected on this session, zkr has reported it connected (no
-              ///< `suspended` since), and the server answered within the lease
-    suspect,  ///< this session, but the connection is down (by the C client or by zkr's last
-              ///< report) or the server has not answered lately
+    live,     ///< the handle is connected on this session (by the C client's state and by its
+              ///< latest event) and the server answered within the lease
+    suspect,  ///< this session, but the connection is down or the server has not answered lately
     gone,     ///< the session is lost (expired, given up, closed) or was never this client's current one
 };
 

@@ -2,11 +2,17 @@
 
 #include <boost/asio/post.hpp>
 
+#include <algorithm>
+
 namespace zkr::detail {
 namespace asio = boost::asio;
 
 hold_monitor::hold_monitor(session_port& port, std::shared_ptr<hold_registry> holds, std::function<void()> on_change)
-    : threads_(port.threads()), holds_(std::move(holds)), on_change_(std::move(on_change)), lease_timer_(threads_->session) {}
+    : port_(port.weak_port()),
+      threads_(port.threads()),
+      holds_(std::move(holds)),
+      on_change_(std::move(on_change)),
+      lease_timer_(threads_->session) {}
 
 void hold_monitor::attach(session_port& port) {
     std::weak_ptr<hold_monitor> weak = weak_from_this();
@@ -51,8 +57,17 @@ void hold_monitor::changed() {
         h = hold_;
     }
     on_change_();
-    // While it is held, look again when its lease ends.
-    if (h && holds_->state_of(*h) == lock_state::held) arm(holds_->valid_until(*h));
+    if (!h) return;
+    // While it is held, look again when its lease ends; while it is uncertain, every tenth of a
+    // session timeout (its lease may come back with no event).
+    auto state = holds_->state_of(*h);
+    if (state == lock_state::held) {
+        arm(holds_->valid_until(*h));
+    } else if (state == lock_state::uncertain) {
+        auto port = port_.lock();
+        auto every = port ? std::max(port->session_timeout() / 10, std::chrono::milliseconds(20)) : std::chrono::milliseconds(100);
+        arm(std::chrono::steady_clock::now() + every);
+    }
 }
 
 void hold_monitor::arm(std::chrono::steady_clock::time_point until) {

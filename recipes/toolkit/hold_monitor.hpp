@@ -3,7 +3,9 @@
 // whenever the hold may have stopped (or started again) being `held`, it calls the recipe back,
 // which reads the state itself. That is on every session event (suspended, reconnected, lost),
 // on the hold's loss, and at the end of its lease: a connection that merely goes silent raises no
-// event, but past its lease the hold is no longer certain.
+// event, but past its lease the hold is no longer certain. While it is uncertain, it looks again
+// every tenth of a session timeout: a lease that ran out while the connection stayed up (a slow
+// server, a slow network) comes back with the next answer, and no event says so.
 //
 // Threads: the callback runs on the session thread (events, the lease timer) or wherever the hold
 // registry learns of a loss; it must not block nor call user code.
@@ -36,6 +38,7 @@ private:
     void changed();
     void arm(std::chrono::steady_clock::time_point until);
 
+    std::weak_ptr<session_port> port_;  // for the session timeout
     std::shared_ptr<runtime> threads_;  // the timer's io_context
     std::shared_ptr<hold_registry> holds_;
     std::function<void()> on_change_;
