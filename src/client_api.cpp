@@ -1,5 +1,6 @@
 // zkr::client and zkr::watch: the public, blocking and non-template side.
 #include "client_impl.hpp"
+#include "zkr/detail/session_access.hpp"
 
 #include "request_limits.hpp"
 #include "zkr/path.hpp"
@@ -313,5 +314,7 @@ namespace zkr::detail {
 std::shared_ptr<session_port> port_of(const zkr::client& c) {
     return client_access::impl(c);
 }
+
+std::pair<std::int64_t, std::string> session_credentials(const client& c) { return client_access::impl(c)->session_credentials(); }
 
 }  // namespace zkr::detail

@@ -1,0 +1,134 @@
+#include "process.hpp"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+extern char** environ;
+
+namespace zkr::testkit::detail {
+namespace {
+
+std::vector<char*> c_argv(const std::vector<std::string>& argv) {
+    std::vector<char*> out;
+    out.reserve(argv.size() + 1);
+    for (const auto& a : argv) out.push_back(const_cast<char*>(a.c_str()));
+    out.push_back(nullptr);
+    return out;
+}
+
+// posix_spawn with a session of its own and only descriptors 0-2 (the rest closed in the child,
+// whatever other threads of the test opened without O_CLOEXEC).
+pid_t spawn_with(const std::vector<std::string>& argv, posix_spawn_file_actions_t& actions) {
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);
+    posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+    auto args = c_argv(argv);
+    pid_t pid = -1;
+    int rc = ::posix_spawn(&pid, args[0], &actions, &attr, args.data(), environ);
+    posix_spawnattr_destroy(&attr);
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0) throw std::runtime_error("zkr::testkit: cannot start " + argv[0] + ": " + std::strerror(rc));
+    return pid;
+}
+
+}  // namespace
+
+pid_t spawn(const std::vector<std::string>& argv, const std::string& cwd, const std::string& log) {
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
+    return spawn_with(argv, actions);
+}
+
+pid_t spawn_with_input(const std::vector<std::string>& argv, int stdin_fd) {
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, stdin_fd, 0);
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+    return spawn_with(argv, actions);
+}
+
+char process_state(pid_t pid) {
+    if (pid <= 0) return 0;
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string stat;
+    if (!std::getline(in, stat)) return 0;
+    // "pid (comm) S ...": the command may hold spaces and parentheses; the state follows the last ')'.
+    auto close = stat.rfind(')');
+    if (close == std::string::npos || close + 2 >= stat.size()) return 0;
+    return stat[close + 2];
+}
+
+bool process_runs(pid_t pid, const std::string& marker) {
+    char state = process_state(pid);
+    if (state == 0 || state == 'Z' || state == 'X') return false;
+    std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    // Empty while it is between two programs (the java launcher may exec itself again).
+    return text.str().empty() || text.str().find(marker) != std::string::npos;
+}
+
+void reap(pid_t pid) {
+    if (pid <= 0) return;
+    int status = 0;
+    while (::waitpid(pid, &status, WNOHANG) < 0 && errno == EINTR) {
+    }
+}
+
+bool wait_gone(pid_t pid, const std::string& marker, std::chrono::milliseconds timeout) {
+    auto until = std::chrono::steady_clock::now() + timeout;
+    while (true) {
+        if (!process_runs(pid, marker)) {
+            reap(pid);  // a zombie of ours until collected
+            return true;
+        }
+        if (std::chrono::steady_clock::now() >= until) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+}
+
+bool wait_stopped(pid_t pid, std::chrono::milliseconds timeout) {
+    auto until = std::chrono::steady_clock::now() + timeout;
+    while (process_state(pid) != 'T' && process_state(pid) != 't') {
+        if (std::chrono::steady_clock::now() >= until) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return true;
+}
+
+std::string find_program(const std::string& program) {
+    auto executable = [](const std::string& p) {
+        struct stat st {};
+        return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
+    };
+    if (program.empty()) return {};
+    if (program.find('/') != std::string::npos) return executable(program) ? program : std::string();
+    const char* path = std::getenv("PATH");
+    std::stringstream dirs(path ? path : "/usr/local/bin:/usr/bin:/bin");
+    std::string dir;
+    while (std::getline(dirs, dir, ':')) {
+        if (dir.empty()) dir = ".";
+        std::string candidate = dir + "/" + program;
+        if (executable(candidate)) return candidate;
+    }
+    return {};
+}
+
+}  // namespace zkr::testkit::detail
