@@ -170,7 +170,7 @@ class Servers:
 
     def start(self):
         env = dict(os.environ)
-        env.update(ZK_CONTAINER_CHECK_MS="60000", ZK_LOG_LEVEL="WARN", ZK_CLUSTER_OWNER_PID=str(os.getpid()),
+        env.update(ZK_CONTAINER_CHECK_MS="60000", ZK_LOG_LEVEL="WARN", ZKR_TESTKIT_OWNER_PID=str(os.getpid()),
                    JAVA=SERVER_JAVA, ZKR_BENCH_REAL_JAVA=shutil.which("java") or "java")
         for s in self.settings:
             d = os.path.join(self.base, "forcesync-" + s)
@@ -183,20 +183,20 @@ class Servers:
             log("bench: ZooKeeper forceSync=%s at %s" % (s, self.connect[s]))
 
     def fourlw(self, s, word):
-        return run_text([ZK_CLUSTER, "4lw", self.dirs[s], "1", word])
+        return run_text([ZK_CLUSTER, "4lw", self.dirs[s], "0", word])
 
     def describe(self):
         out = {}
         for s, d in self.dirs.items():
             info = {"connect": self.connect[s]}
             try:
-                with open(os.path.join(d, "s1", "zoo.cfg")) as f:
+                with open(os.path.join(d, "s0", "zoo.cfg")) as f:
                     info["zoo_cfg"] = {k: v for k, _, v in (l.strip().partition("=") for l in f if "=" in l)
                                        if k not in ("dataDir", "clientPort", "clientPortAddress")}
             except OSError:
                 pass
             try:
-                with open(os.path.join(d, "s1", "pid")) as f:
+                with open(os.path.join(d, "s0", "pid")) as f:
                     pid = f.read().strip()
                 with open("/proc/%s/cmdline" % pid, "rb") as f:
                     argv = f.read().split(b"\0")

@@ -39,7 +39,7 @@ work=""
 if [[ -z $connect ]]; then
     work=$(mktemp -d /tmp/zkr-queue-depth.XXXXXX)
     trap '"$ZKC" destroy "$work/zk" >/dev/null 2>&1 || true; rm -rf -- "$work"' EXIT
-    ZK_CONTAINER_CHECK_MS=60000 ZK_LOG_LEVEL=WARN ZK_CLUSTER_OWNER_PID=$$ JAVA=$ROOT/bench/zk-server-java.sh \
+    ZK_CONTAINER_CHECK_MS=60000 ZK_LOG_LEVEL=WARN ZKR_TESTKIT_OWNER_PID=$$ JAVA=$ROOT/bench/zk-server-java.sh \
         ZKR_BENCH_REAL_JAVA=$(command -v java) "$ZKC" start "$work/zk" 1 >"$work/connect"
     connect=$(cat "$work/connect")
 fi

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The `java` that bench/run.sh hands to integration/zk-cluster.sh (its JAVA override): the same
+# The `java` that bench/run.sh hands to the zkr-testkit command (its JAVA override): the same
 # command line, with the test harness's start-up-oriented flags (C1 compiler only, 96 MB heap)
-# replaced by a server's (the C2 compiler, a 512 MB heap). Everything else is zk-cluster.sh's.
+# replaced by a server's (the C2 compiler, a 512 MB heap). Everything else is the kit's.
 args=()
 for a in "$@"; do
     case $a in

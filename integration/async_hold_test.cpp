@@ -3,7 +3,7 @@
 // async_unlock leave nothing behind.
 #include "support/child_process.hpp"
 #include "support/session_tools.hpp"
-#include "support/zk_cluster.hpp"
+#include "support/servers.hpp"
 #include "zkr/client.hpp"
 #include "zkr/mutex.hpp"
 #include "zkr/shared_mutex.hpp"
@@ -157,7 +157,7 @@ TEST_CASE("a hold whose session was lost deletes nothing of anyone else when des
     zkr::mutex other(other_client, path);
     auto hold = std::make_unique<zkr::lock_hold>(get_within(m.async_lock(asio::use_future)));
     auto lost = hold->async_wait_lost(asio::use_future);
-    zkr::test::expire_session(c, test_connect_string());
+    zkr::testkit::expire_session(c, test_connect_string());
     try {
         get_within(lost, 20s, "async_wait_lost");
         FAIL("async_wait_lost should report the loss");
@@ -176,7 +176,7 @@ TEST_CASE("a hold whose session was lost deletes nothing of anyone else when des
 }
 
 TEST_CASE("a cancelled queued async acquire leaves no node and no watch", "[async_hold][own_servers]") {
-    zkr::test::zk_cluster cluster(1);
+    zkr::testkit::ensemble cluster(zkr::test::own_servers(1));
     zkr::client holder_client(test_options(cluster.connect_string()));
     zkr::client c(test_options(cluster.connect_string()));
     zkr::mutex holder(holder_client, "/cancel");
@@ -187,7 +187,7 @@ TEST_CASE("a cancelled queued async acquire leaves no node and no watch", "[asyn
     // It waits on the holder, first in its listing: a child watch for the departure, and one on
     // its own node (a departure is the lock only while that exists). The third is the holder's
     // own, on its node: it learns if someone deletes it.
-    REQUIRE(eventually([&] { return queue_length(holder_client, "/cancel") == 2 && cluster.all_watch_count(1) == 3; }));
+    REQUIRE(eventually([&] { return queue_length(holder_client, "/cancel") == 2 && cluster.watch_count(0) == 3; }));
     asio::post(c.get_executor(), [&] { cancel.emit(asio::cancellation_type::terminal); });
     try {
         get_within(f, 10s, "the cancelled acquisition");
@@ -195,9 +195,9 @@ TEST_CASE("a cancelled queued async acquire leaves no node and no watch", "[asyn
     } catch (const zkr::system_error& e) {
         CHECK(e.code() == errc::cancelled);
     }
-    CHECK(eventually([&] { return queue_length(holder_client, "/cancel") == 1 && cluster.all_watch_count(1) == 1; }));
+    CHECK(eventually([&] { return queue_length(holder_client, "/cancel") == 1 && cluster.watch_count(0) == 1; }));
     holder.unlock();
-    CHECK(eventually([&] { return queue_length(holder_client, "/cancel") == 0 && cluster.all_watch_count(1) == 0; }));
+    CHECK(eventually([&] { return queue_length(holder_client, "/cancel") == 0 && cluster.watch_count(0) == 0; }));
 }
 
 TEST_CASE("async_unlock completes after the node is gone", "[async_hold]") {

@@ -1,6 +1,6 @@
 // zkr::client against a real ZooKeeper server.
 #include "support/session_tools.hpp"
-#include "support/zk_cluster.hpp"
+#include "support/servers.hpp"
 #include "client_impl.hpp"
 #include "zkr/client.hpp"
 #include "zkr/log.hpp"
@@ -325,14 +325,14 @@ TEST_CASE("watches are delivered as completions", "[client][watch]") {
 }
 
 TEST_CASE("removing a watch takes it off the server", "[client][watch][own_servers]") {
-    zkr::test::zk_cluster cluster(1);
+    zkr::testkit::ensemble cluster(zkr::test::own_servers(1));
     zkr::client c(test_options(cluster.connect_string()));
     c.create_parents("/w");
-    auto before = cluster.watch_count(1);
+    auto before = cluster.data_watch_count(0);
     auto r = c.get_data("/w", zkr::set_watch);
-    CHECK(eventually([&] { return cluster.watch_count(1) == before + 1; }));
+    CHECK(eventually([&] { return cluster.data_watch_count(0) == before + 1; }));
     CHECK_FALSE(r.watch.remove());
-    CHECK(eventually([&] { return cluster.watch_count(1) == before; }));
+    CHECK(eventually([&] { return cluster.data_watch_count(0) == before; }));
 }
 
 TEST_CASE("invalid input gets a clear error and never hangs", "[client][input]") {
@@ -658,7 +658,7 @@ TEST_CASE("a request its handle never answers is sent again on the next session"
     // The session ends: the old handle, still holding the request, closes (after a session
     // timeout at most) and the request is retried on the new session, like one its handle
     // failed with ZCLOSING.
-    auto old_session = zkr::test::expire_session(c, test_connect_string());
+    auto old_session = zkr::testkit::expire_session(c, test_connect_string());
     REQUIRE(lost.wait_for(c.options().session_timeout + 10s) == std::future_status::ready);
     CHECK(c.session_id() != old_session);
     CHECK_NOTHROW(lost.get());

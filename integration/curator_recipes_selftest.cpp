@@ -3,7 +3,7 @@
 // election, semaphore and multi-lock tests can rely on them. Every wait has a deadline.
 #include "support/curator_driver.hpp"
 #include "support/session_tools.hpp"
-#include "support/zk_cluster.hpp"
+#include "support/servers.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -4,7 +4,7 @@
 // This is how a leader selector or latch closed just as its acquisition finished left its node
 // until the session ended (stop 26's open issue): their answer hooks hold the recipe weakly.
 #include "support/session_tools.hpp"
-#include "support/zk_cluster.hpp"
+#include "support/servers.hpp"
 #include "session_port.hpp"
 #include "toolkit/cleanup.hpp"
 #include "toolkit/fsm_runner.hpp"

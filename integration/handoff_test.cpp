@@ -5,9 +5,8 @@
 #include "support/background_lock.hpp"
 #include "support/child_process.hpp"
 #include "support/curator_driver.hpp"
-#include "support/fault_proxy.hpp"
 #include "support/session_tools.hpp"
-#include "support/zk_cluster.hpp"
+#include "support/servers.hpp"
 #include "zkr/client.hpp"
 #include "zkr/mutex.hpp"
 #include "zkr/path.hpp"
@@ -170,8 +169,8 @@ TEST_CASE("hand-off: a Curator waiter behind a marked zkr holder sees the mark, 
 
 TEST_CASE("hand-off: the mark's reply lost with the connection: the holder keeps the lock, the next gets in after it",
           "[handoff][lock_fault][own_servers]") {
-    zkr::test::zk_cluster cluster(1);
-    zkr::test::fault_proxy proxy(cluster.server_address(1));
+    zkr::testkit::ensemble cluster(zkr::test::own_servers(1));
+    zkr::testkit::proxy proxy(cluster.address(0));
     zkr::client hc(test_options(cluster.connect_string()));
     zkr::mutex first(hc, "/lost-mark");
     first.lock();
@@ -204,13 +203,13 @@ TEST_CASE("hand-off: the mark's reply lost with the connection: the holder keeps
     CHECK(next_beside_it == 0);
     CHECK(next.statistics().handoffs_without_listing == 1);
     next.release();
-    CHECK(eventually([&] { return queue_length(hc, "/lost-mark") == 0 && cluster.all_watch_count(1) == 0; }));
+    CHECK(eventually([&] { return queue_length(hc, "/lost-mark") == 0 && cluster.watch_count(0) == 0; }));
 }
 
 TEST_CASE("hand-off: a timed-out waiter's watch removals cut by a lost reply leave no watch and no node",
           "[handoff][lock_fault][own_servers]") {
-    zkr::test::zk_cluster cluster(1);
-    zkr::test::fault_proxy proxy(cluster.server_address(1));
+    zkr::testkit::ensemble cluster(zkr::test::own_servers(1));
+    zkr::testkit::proxy proxy(cluster.address(0));
     zkr::client hc(test_options(cluster.connect_string()));
     zkr::mutex holder(hc, "/lost-removal");
     holder.lock();
@@ -222,14 +221,14 @@ TEST_CASE("hand-off: a timed-out waiter's watch removals cut by a lost reply lea
     wc.wait_connected(10s);
     zkr::mutex waiter(wc, "/lost-removal");
     auto timed = std::async(std::launch::async, [&] { return waiter.try_lock_for(1500ms); });
-    REQUIRE(eventually([&] { return queue_length(hc, "/lost-removal") == 3 && cluster.all_watch_count(1) == 6; }));
+    REQUIRE(eventually([&] { return queue_length(hc, "/lost-removal") == 3 && cluster.watch_count(0) == 6; }));
     proxy.lose_next_reply({zkr::test::zk_op::remove_watches});
     CHECK_FALSE(zkr::test::get_within(timed, 10s, "try_lock_for(1500ms)"));
     REQUIRE(eventually([&] { return proxy.replies_lost() == 1; }));
     // Its node and all its watches are gone from the server; `middle`'s two and the holder's stay.
-    CHECK(eventually([&] { return queue_length(hc, "/lost-removal") == 2 && cluster.all_watch_count(1) == 3; }));
+    CHECK(eventually([&] { return queue_length(hc, "/lost-removal") == 2 && cluster.watch_count(0) == 3; }));
     holder.unlock();
     REQUIRE(eventually([&] { return middle.acquired.load(); }));
     middle.release();
-    CHECK(eventually([&] { return queue_length(hc, "/lost-removal") == 0 && cluster.all_watch_count(1) == 0; }));
+    CHECK(eventually([&] { return queue_length(hc, "/lost-removal") == 0 && cluster.watch_count(0) == 0; }));
 }

@@ -3,7 +3,7 @@
 // caller hears of it, so the client's next try never finds its own old node queued.
 #include "support/background_lock.hpp"
 #include "support/session_tools.hpp"
-#include "support/zk_cluster.hpp"
+#include "support/servers.hpp"
 #include "zkr/client.hpp"
 #include "zkr/mutex.hpp"
 #include "zkr/shared_mutex.hpp"

@@ -2,7 +2,7 @@
 // deadlines too far off saturate instead of overflowing (issue 19, items 5, 7, 8 and 9a).
 #include "support/background_lock.hpp"
 #include "support/session_tools.hpp"
-#include "support/zk_cluster.hpp"
+#include "support/servers.hpp"
 #include "client_impl.hpp"
 #include "zkr/client.hpp"
 #include "zkr/log.hpp"

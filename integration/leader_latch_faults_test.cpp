@@ -8,9 +8,8 @@
 // the test.
 #include "support/child_process.hpp"
 #include "support/curator_driver.hpp"
-#include "support/fault_proxy.hpp"
 #include "support/session_tools.hpp"
-#include "support/zk_cluster.hpp"
+#include "support/servers.hpp"
 #include "client_impl.hpp"
 #include "toolkit/hold.hpp"
 #include "zkr/client.hpp"
@@ -38,7 +37,7 @@ using zkr::errc;
 using zkr::lock_state;
 using zkr::test::curator_session;
 using zkr::test::eventually;
-using zkr::test::fault_proxy;
+using zkr::testkit::proxy;
 using zkr::test::first_server;
 using zkr::test::queue_length;
 using zkr::test::test_connect_string;
@@ -367,7 +366,7 @@ TEST_CASE("leader latch faults: CURATOR-696, sessions given up while the ensembl
           "[leader_latch][own_servers]") {
     const bool paused = GENERATE(false, true);
     INFO((paused ? "server paused (SIGSTOP)" : "server stopped and restarted"));
-    zkr::test::zk_cluster cluster(1);
+    zkr::testkit::ensemble cluster(zkr::test::own_servers(1));
     const std::string path = "/latch-696";
     zkr::client ca(test_options(cluster.connect_string(), 4000ms));
     zkr::client cb(test_options(cluster.connect_string(), 4000ms));
@@ -392,14 +391,14 @@ TEST_CASE("leader latch faults: CURATOR-696, sessions given up while the ensembl
     exclusion_sampler sampler({{"a", &a, &ca}, {"b", &b, &cb}}, &observer);
     sampler.wait_rounds(10);  // the leadership before the outage is seen as such
     const auto outage = clock_type::now();
-    if (paused) cluster.pause_server(1);
-    else cluster.stop_server(1);
+    if (paused) cluster.freeze(0);
+    else cluster.stop(0);
     // Both clients give their sessions up (past the session timeout) and try for new ones.
     REQUIRE(eventually([&] { return log_a.saw(connection_state::lost) && log_b.saw(connection_state::lost); }, deadline));
     CHECK_FALSE(a.has_leadership());
     CHECK_FALSE(b.has_leadership());
-    if (paused) cluster.resume_server(1);
-    else cluster.start_server(1);
+    if (paused) cluster.thaw(0);
+    else cluster.start(0);
 
     if (!paused) {
         // The precondition of CURATOR-696: the old leader's node is back, listed first, while
@@ -486,12 +485,12 @@ struct loss_counter {
 // server expires it too), then let them back. (zkr::test::expire_session, which closes a session
 // from a second handle, can leave the client's own connection unaware of it for a while, so that
 // the client goes on trusting its lease: not what an expiry looks like.)
-void expire_by_outage(const std::vector<fault_proxy*>& proxies, const std::vector<loss_counter*>& counters) {
+void expire_by_outage(const std::vector<zkr::testkit::proxy*>& proxies, const std::vector<loss_counter*>& counters) {
     std::vector<int> before;
     for (auto* c : counters) before.push_back(c->lost);
     for (auto* p : proxies) {
         p->refuse_connections(true);
-        p->drop_all_connections();
+        p->drop_connections();
     }
     REQUIRE(eventually([&] {
         for (std::size_t i = 0; i < counters.size(); ++i)
@@ -510,7 +509,7 @@ TEST_CASE("leader latch faults: CURATOR-653/-652, two latches reset at the same 
     const bool expire = GENERATE(true, false);
     INFO((expire ? "both sessions expired together (both cut off past the session timeout)" : "both connections cut together"));
     const std::string connect = test_connect_string(), path = unique_path("latch-653");
-    fault_proxy proxy(first_server(connect));  // carries both clients: one cut reaches both at once
+    zkr::testkit::proxy proxy(first_server(connect));  // carries both clients: one cut reaches both at once
     zkr::client ca(test_options(proxy.address(), 4000ms)), cb(test_options(proxy.address(), 4000ms));
     loss_counter lost_a(ca), lost_b(cb);
     zkr::client observer(observer_options(connect));
@@ -531,7 +530,7 @@ TEST_CASE("leader latch faults: CURATOR-653/-652, two latches reset at the same 
             CHECK(ca.session_id() != sa);
             CHECK(cb.session_id() != sb);
         } else {
-            proxy.drop_all_connections();
+            proxy.drop_connections();
         }
         leader = one_leader({&a, &b});
         auto now_token = leader->fencing_token();
@@ -549,7 +548,7 @@ TEST_CASE("leader latch faults: CURATOR-653/-652, two latches reset at the same 
 // The same against a 3-server ensemble whose leader is killed: every client is cut off at once
 // while the ensemble elects a new leader, and all come back together.
 TEST_CASE("leader latch faults: CURATOR-653 on an ensemble whose leader server is killed", "[leader_latch][own_servers]") {
-    zkr::test::zk_cluster cluster(3);
+    zkr::testkit::ensemble cluster(zkr::test::own_servers(3));
     const std::string path = "/latch-653-ensemble";
     zkr::client ca(test_options(cluster.connect_string(), 8000ms)), cb(test_options(cluster.connect_string(), 8000ms));
     zkr::client observer(observer_options(cluster.connect_string()));
@@ -564,8 +563,8 @@ TEST_CASE("leader latch faults: CURATOR-653 on an ensemble whose leader server i
         settled_nodes(observer, path, {{"a", &ca}, {"b", &cb}});
         auto sessions = std::pair{ca.session_id(), cb.session_id()};
         int zk_leader = cluster.wait_for_leader();
-        cluster.kill_server(zk_leader);
-        REQUIRE(cluster.wait_for_leader(60s) != 0);
+        cluster.kill(zk_leader);
+        REQUIRE(cluster.wait_for_leader(60s) >= 0);
         auto* now_leader = one_leader({&a, &b}, 60s);
         if (std::pair{ca.session_id(), cb.session_id()} == sessions) {
             // The sessions outlived the election: the same leader, on the same node.
@@ -577,7 +576,7 @@ TEST_CASE("leader latch faults: CURATOR-653 on an ensemble whose leader server i
         leader = now_leader;
         token = leader->fencing_token();
         settled_nodes(observer, path, {{"a", &ca}, {"b", &cb}});
-        cluster.start_server(zk_leader);
+        cluster.start(zk_leader);
     }
     sampler.wait_rounds(1000);
     sampler.stop();
@@ -645,7 +644,7 @@ TEST_CASE("leader latch faults: Netflix #115, a waiter whose own node is gone ne
 // one deletes another's node).
 TEST_CASE("leader latch faults: CURATOR-645, repeated resets never livelock and never delete another's node", "[leader_latch]") {
     const std::string connect = test_connect_string(), path = unique_path("latch-645");
-    fault_proxy pa(first_server(connect)), pb(first_server(connect));
+    zkr::testkit::proxy pa(first_server(connect)), pb(first_server(connect));
     zkr::client ca(test_options(pa.address())), cb(test_options(pb.address()));
     loss_counter lost_a(ca), lost_b(cb);
     zkr::client observer(observer_options(connect));
@@ -661,7 +660,7 @@ TEST_CASE("leader latch faults: CURATOR-645, repeated resets never livelock and 
         auto nodes = settled_nodes(observer, path, {{"a", &ca}, {"b", &cb}});
         auto stats = nodes_of(observer, path);
         int which = round < 3 ? round : static_cast<int>(random() % 3);  // 0: a, 1: b, 2: both; each at least once
-        std::vector<fault_proxy*> cut;
+        std::vector<zkr::testkit::proxy*> cut;
         std::vector<loss_counter*> counters;
         if (which != 1) cut.push_back(&pa), counters.push_back(&lost_a);
         if (which != 0) cut.push_back(&pb), counters.push_back(&lost_b);
@@ -695,7 +694,7 @@ TEST_CASE("leader latch faults: CURATOR-645, repeated resets never livelock and 
 TEST_CASE("leader latch faults: CURATOR-620, back-to-back connection drops while leading keep the same leadership",
           "[leader_latch]") {
     const std::string connect = test_connect_string(), path = unique_path("latch-620");
-    fault_proxy proxy(first_server(connect));
+    zkr::testkit::proxy proxy(first_server(connect));
     zkr::client ca(test_options(proxy.address(), 10000ms)), cb(test_options(connect));
     zkr::client observer(observer_options(connect));
     zkr::leader_latch a(ca, path, "a"), b(cb, path, "b");
@@ -719,12 +718,12 @@ TEST_CASE("leader latch faults: CURATOR-620, back-to-back connection drops while
     auto cutter = ca.on_state_change([&](connection_state s) {
         if (s != connection_state::reconnected) return;
         ++reconnects;
-        if (cut_again.fetch_sub(1) > 0) proxy.drop_all_connections();
+        if (cut_again.fetch_sub(1) > 0) proxy.drop_connections();
     });
     for (int burst = 0; burst < 3; ++burst) {
         int before = reconnects;
         cut_again = 2;
-        proxy.drop_all_connections();
+        proxy.drop_connections();
         REQUIRE(eventually([&] {
             track();
             return reconnects >= before + 3;
@@ -762,7 +761,7 @@ TEST_CASE("leader latch faults: CURATOR-620, back-to-back connection drops while
 TEST_CASE("leader latch faults: CURATOR-498, a lost create reply never installs a stale node nor deletes the leader's",
           "[leader_latch]") {
     const std::string connect = test_connect_string(), path = unique_path("latch-498");
-    fault_proxy proxy(first_server(connect));
+    zkr::testkit::proxy proxy(first_server(connect));
     zkr::client cb(test_options(connect));
     zkr::client observer(observer_options(connect));
     zkr::leader_latch b(cb, path, "b");
@@ -805,7 +804,7 @@ TEST_CASE("leader latch faults: CURATOR-498, a lost create reply never installs 
         zkr::client ca(test_options(proxy.address(), 4000ms));
         ca.wait_connected(deadline);
         hold_back_session_closer(ca);
-        auto old_credentials = zkr::detail::client_access::impl(ca)->session_credentials();
+        auto old_credentials = zkr::testkit::credentials_of(ca);
         zkr::test::state_log log(ca);
         zkr::leader_latch a(ca, path, "a");
         leadership_log log_a(a);
@@ -817,12 +816,12 @@ TEST_CASE("leader latch faults: CURATOR-498, a lost create reply never installs 
         // The node exists, of the old session, which another handle keeps alive on the server.
         std::vector<std::string> old_nodes;
         REQUIRE(eventually([&] { return (old_nodes = nodes_with_id(observer, path, "a")).size() == 1; }, deadline));
-        CHECK(nodes_of(observer, path)[old_nodes.front()].ephemeral_owner == old_credentials.first);
-        zkr::test::session_keeper keeper(connect, old_credentials);
+        CHECK(nodes_of(observer, path)[old_nodes.front()].ephemeral_owner == old_credentials.id);
+        zkr::testkit::session_keeper keeper(connect, old_credentials);
         REQUIRE(eventually([&] { return log.saw(connection_state::lost); }, deadline));
         proxy.refuse_connections(false);
         REQUIRE(eventually([&] { return ca.is_connected(); }, deadline));
-        CHECK(ca.session_id() != old_credentials.first);
+        CHECK(ca.session_id() != old_credentials.id);
         // a queues with a node of its new session; the old one is gone though its session lives.
         auto nodes = settled_nodes(observer, path, {{"a", &ca}, {"b", &cb}});
         CHECK(nodes["a"] != old_nodes.front());
@@ -847,7 +846,7 @@ TEST_CASE("leader latch faults: CURATOR-498, a lost create reply never installs 
 // none appears later, and the next participant leads.
 TEST_CASE("leader latch faults: CURATOR-3, close() inside a listener leaves no node", "[leader_latch]") {
     const std::string connect = test_connect_string(), path = unique_path("latch-3");
-    fault_proxy proxy(first_server(connect));
+    zkr::testkit::proxy proxy(first_server(connect));
     zkr::client ca(test_options(proxy.address(), 10000ms)), cb(test_options(connect));
     zkr::client observer(observer_options(connect));
     auto a = std::make_unique<zkr::leader_latch>(ca, path, "a");
@@ -888,7 +887,7 @@ TEST_CASE("leader latch faults: CURATOR-3, close() inside a listener leaves no n
         REQUIRE(a->await_leadership(deadline));
         close_on_not_leader = true;
         proxy.refuse_connections(true);
-        proxy.drop_all_connections();
+        proxy.drop_connections();
         REQUIRE(eventually([&] { return closes == 1; }, deadline));
         CHECK(queue_length(observer, path) == 1);  // the session lives: so does the node, for now
         proxy.refuse_connections(false);
@@ -914,7 +913,7 @@ TEST_CASE("leader latch faults: CURATOR-3, close() inside a listener leaves no n
 TEST_CASE("leader latch faults: the container path reaped while the session was away, the latch leads again",
           "[leader_latch]") {
     const std::string connect = test_connect_string(), path = unique_path("latch-reaped");
-    fault_proxy proxy(first_server(connect));
+    zkr::testkit::proxy proxy(first_server(connect));
     zkr::client ca(test_options(proxy.address(), 4000ms));
     zkr::client observer(observer_options(connect));
     zkr::leader_latch a(ca, path, "a");
@@ -945,11 +944,11 @@ TEST_CASE("leader latch faults: the container path reaped while the session was 
         REQUIRE(eventually([&] { return queue_length(observer, path) == 2; }, deadline));
     }
     // Cut off; its session expired; everyone else gone; the empty container reaped.
-    auto credentials = zkr::detail::client_access::impl(ca)->session_credentials();
+    auto credentials = zkr::testkit::credentials_of(ca);
     proxy.refuse_connections(true);
-    proxy.drop_all_connections();
+    proxy.drop_connections();
     REQUIRE(eventually([&] { return !ca.is_connected(); }, deadline));
-    { zkr::test::session_keeper closer(connect, credentials); }  // joins the session and closes it
+    { zkr::testkit::session_keeper closer(connect, credentials); }  // joins the session and closes it
     if (waiting) b->close();
     REQUIRE(eventually([&] { return !observer.exists(path).exists; }, deadline));
     proxy.refuse_connections(false);
@@ -1174,10 +1173,10 @@ namespace {
 // Mixed zkr and Curator participants, each client through a proxy of its own, under connection
 // drops and a leader cut off until its session expires: never two leaders, one soon after each
 // fault. `connect` may be an ensemble (then `kill_leader` kills its leader server).
-void mixed_election_under_faults(const std::string& connect, zkr::test::zk_cluster* cluster) {
+void mixed_election_under_faults(const std::string& connect, zkr::testkit::ensemble* cluster) {
     const std::string path = unique_path("latch-interop-faults");
     const std::string upstream = first_server(connect);
-    fault_proxy pz1(upstream), pz2(upstream), pc1(upstream), pc2(upstream);
+    zkr::testkit::proxy pz1(upstream), pz2(upstream), pc1(upstream), pc2(upstream);
     const std::string via_z1 = cluster ? connect : pz1.address(), via_z2 = cluster ? connect : pz2.address();
     const std::string via_c1 = cluster ? connect : pc1.address(), via_c2 = cluster ? connect : pc2.address();
     curator_session c1(via_c1, curator_options(8000ms)), c2(via_c2, curator_options(8000ms));
@@ -1229,20 +1228,20 @@ void mixed_election_under_faults(const std::string& connect, zkr::test::zk_clust
         INFO("round " << round << ", leader " << leader);
         if (cluster) {
             int zk_leader = cluster->wait_for_leader();
-            cluster->kill_server(zk_leader);
+            cluster->kill(zk_leader);
             REQUIRE(cluster->wait_for_leader(60s) != 0);
             leader = one_of_four(60s);
-            cluster->start_server(zk_leader);
+            cluster->start(zk_leader);
         } else if (round % 2 == 0) {
             // Everyone's connection cut at once, twice back to back; sessions live.
             for (int i = 0; i < 2; ++i)
-                for (auto* p : {&pz1, &pz2, &pc1, &pc2}) p->drop_all_connections();
+                for (auto* p : {&pz1, &pz2, &pc1, &pc2}) p->drop_connections();
             leader = one_of_four(deadline);
         } else {
             // The leader is cut off until its session expires: the next one leads.
             auto& p = leader == "z1" ? pz1 : leader == "z2" ? pz2 : leader == "c1" ? pc1 : pc2;
             p.refuse_connections(true);
-            p.drop_all_connections();
+            p.drop_connections();
             auto next = one_of_four(40s);
             CHECK(next != leader);
             p.refuse_connections(false);
@@ -1273,7 +1272,7 @@ TEST_CASE("leader latch interop: mixed zkr and Curator participants under connec
 
 TEST_CASE("leader latch interop: mixed zkr and Curator participants on an ensemble whose leader server is killed",
           "[leader_latch][interop][own_servers]") {
-    zkr::test::zk_cluster cluster(3);
+    zkr::testkit::ensemble cluster(zkr::test::own_servers(3));
     mixed_election_under_faults(cluster.connect_string(), &cluster);
 }
 

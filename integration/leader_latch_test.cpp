@@ -1,9 +1,8 @@
 // zkr::leader_latch against a real server: one leader among participants, hand-over on close,
 // the Curator layout, listeners and waits, and leadership as a hold (lost with its session or its
 // node, uncertain with its connection).
-#include "support/fault_proxy.hpp"
 #include "support/session_tools.hpp"
-#include "support/zk_cluster.hpp"
+#include "support/servers.hpp"
 #include "zkr/client.hpp"
 #include "zkr/leader_latch.hpp"
 #include "live_objects.hpp"
@@ -213,7 +212,7 @@ TEST_CASE("leader latch: a session lost means leadership lost, then a new leader
     REQUIRE(eventually([&] { return queue_length(c, path) == 2; }));
     auto token = l.fencing_token();
     auto lost = l.async_wait_lost(asio::use_future);
-    zkr::test::expire_session(c, test_connect_string());
+    zkr::testkit::expire_session(c, test_connect_string());
     REQUIRE(ready_within(lost, 10s));
     // `o` leads; `l` queued again behind it with a node of its new session.
     REQUIRE(o.await_leadership(10s));

@@ -2,7 +2,7 @@
 // election without a node of its own, through joins, hand-overs, an empty or missing path and
 // its own session's loss.
 #include "support/session_tools.hpp"
-#include "support/zk_cluster.hpp"
+#include "support/servers.hpp"
 #include "zkr/client.hpp"
 #include "zkr/leader_latch.hpp"
 #include "zkr/leader_observer.hpp"
@@ -98,7 +98,7 @@ TEST_CASE("leader observer: reads the election again after its own session is lo
     zkr::leader_latch a(lc, path, "a");
     a.start();
     REQUIRE(eventually([&] { return id_of(observer.leader()) == "a"; }));
-    zkr::test::expire_session(oc, test_connect_string());
+    zkr::testkit::expire_session(oc, test_connect_string());
     // While its session was away, the leader changed; the observer sees it.
     a.close();
     zkr::leader_latch b(lc, path, "b");

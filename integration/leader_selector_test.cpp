@@ -1,7 +1,7 @@
 // zkr::leader_selector against a real server: terms that never overlap, the work told to stop as
 // soon as its leadership is lost or interrupted, requeue, coroutine work, and Curator's layout.
 #include "support/session_tools.hpp"
-#include "support/zk_cluster.hpp"
+#include "support/servers.hpp"
 #include "zkr/client.hpp"
 #include "zkr/leader_selector.hpp"
 #include "live_objects.hpp"
@@ -191,7 +191,7 @@ TEST_CASE("leader selector: a lost session stops the work", "[leader_selector]")
     zkr::leader_selector s(c, path, "x", probe.work(), {.auto_requeue = false});
     s.start();
     REQUIRE(probe.wait([](auto& p) { return p.started == 1; }));
-    zkr::test::expire_session(c, test_connect_string());
+    zkr::testkit::expire_session(c, test_connect_string());
     REQUIRE(probe.wait([](auto& p) { return p.stopped_by_token == 1 && p.inside == 0; }));
     CHECK_FALSE(s.has_leadership());
     CHECK(s.state() == lock_state::not_held);

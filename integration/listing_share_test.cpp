@@ -2,9 +2,8 @@
 // the same lock path while one is in flight share the next one, and that one is always sent
 // after what made them ask — so sharing never hides a change. Counted on the wire by a proxy that
 // holds the client's traffic still while the waiters queue; nothing here depends on timing.
-#include "support/fault_proxy.hpp"
 #include "support/session_tools.hpp"
-#include "support/zk_cluster.hpp"
+#include "support/servers.hpp"
 #include "zkr/client.hpp"
 #include "zkr/mutex.hpp"
 #include "zkr/retry.hpp"
@@ -18,7 +17,7 @@
 
 using namespace std::chrono_literals;
 using zkr::test::eventually;
-using zkr::test::fault_proxy;
+using zkr::testkit::proxy;
 using zkr::test::first_server;
 using zkr::test::queue_length;
 using zkr::test::test_connect_string;
@@ -29,7 +28,7 @@ namespace zk_op = zkr::test::zk_op;
 namespace {
 
 // Listings of the lock path itself (a waiter's watches are set with getChildren of nodes in it).
-std::size_t listings_seen(const fault_proxy& proxy, const std::string& path) {
+std::size_t listings_seen(const zkr::testkit::proxy& proxy, const std::string& path) {
     return proxy.requests_seen(zk_op::get_children, path) + proxy.requests_seen(zk_op::get_children2, path);
 }
 
@@ -38,7 +37,7 @@ std::size_t listings_seen(const fault_proxy& proxy, const std::string& path) {
 // once the first is answered), so first wait for it on the wire. A request sent after it is
 // answered after it, and its completion runs after that listing's, in which the waiters send
 // their next steps; a second request, sent after those, reaches the proxy after them.
-void settle_listings(zkr::client& c, const fault_proxy& proxy, const std::string& path, std::size_t before) {
+void settle_listings(zkr::client& c, const zkr::testkit::proxy& proxy, const std::string& path, std::size_t before) {
     REQUIRE(eventually([&] { return listings_seen(proxy, path) - before >= 2; }));
     c.exists("/");
     c.exists("/");
@@ -75,7 +74,7 @@ struct held_behind_proxy {
     std::string path;
     zkr::client holder_client;
     zkr::mutex holder;
-    fault_proxy proxy;
+    zkr::testkit::proxy proxy;
     zkr::client c;
     zkr::mutex m;
 
@@ -89,7 +88,7 @@ struct held_behind_proxy {
         holder.lock();
         c.wait_connected(10s);
     }
-    static zkr::client_options proxied_options(const fault_proxy& proxy, zkr::retry::policy_ptr retry) {
+    static zkr::client_options proxied_options(const zkr::testkit::proxy& proxy, zkr::retry::policy_ptr retry) {
         auto options = test_options(proxy.address());
         options.retry_policy = std::move(retry);
         return options;
@@ -109,10 +108,10 @@ TEST_CASE("waiters of one client share a listing: two hundred queued while one i
 
     // Nothing this client sends is answered until every waiter has asked: the first listing is
     // in flight all along, and every other waiter's must wait for the one after it.
-    proxy.blackhole(true);
+    proxy.partition(true);
     granted_waiters w;
     for (int i = 0; i < waiters; ++i) w.queue(m);
-    proxy.blackhole(false);
+    proxy.partition(false);
 
     REQUIRE(eventually([&] { return queue_length(holder_client, path) == waiters + 1; }, 30s));
     settle_listings(c, proxy, path, listings_before);
@@ -136,19 +135,19 @@ TEST_CASE("a listing asked for while one is in flight is answered by the next on
     zkr::shared_mutex holder(holder_client, path);
     holder.lock();
 
-    fault_proxy proxy(first_server(test_connect_string()));
+    zkr::testkit::proxy proxy(first_server(test_connect_string()));
     zkr::client c(test_options(proxy.address()));
     c.wait_connected(10s);
     zkr::shared_mutex rw(c, path);
     auto creates_before = proxy.requests_seen(zk_op::create) + proxy.requests_seen(zk_op::create2);
     auto listings_before = listings_seen(proxy, path);
 
-    proxy.blackhole(true);
+    proxy.partition(true);
     granted_waiters w;
     w.queue(rw.write_lock());  // A: its create, then the listing in flight
     w.queue(rw.read_lock());  // B: its create after A's listing; its own listing waits for the next
     w.queue(rw.write_lock());  // C: shares B's
-    proxy.blackhole(false);
+    proxy.partition(false);
 
     REQUIRE(eventually([&] { return queue_length(holder_client, path) == 4; }));
     settle_listings(c, proxy, path, listings_before);
@@ -170,14 +169,14 @@ TEST_CASE("a listing shared by waiters of one client whose reply is lost is retr
     auto creates_before = q.creates();
     auto listings_before = listings_seen(proxy, path);
 
-    proxy.blackhole(true);
+    proxy.partition(true);
     granted_waiters w;
     w.queue(m);  // A: its create, then the first listing
     w.queue(m);  // B and C: their creates, then one listing for both, sent once A's is answered
     w.queue(m);
     // Not A's listing, which answers A alone, but the next: the one B and C share.
     proxy.lose_next_reply({zk_op::get_children, zk_op::get_children2}, 1, path);
-    proxy.blackhole(false);
+    proxy.partition(false);
 
     REQUIRE(eventually([&] { return proxy.replies_lost() == 1; }));
     REQUIRE(eventually([&] { return queue_length(holder_client, path) == 4; }));
@@ -201,13 +200,13 @@ TEST_CASE("a listing shared by waiters of one client that fails answers all of t
     held_behind_proxy q("listing-failed", std::make_shared<zkr::retry::retry_n_times>(0, 10ms));
     auto& [path, holder_client, holder, proxy, c, m] = q;
 
-    proxy.blackhole(true);
+    proxy.partition(true);
     granted_waiters w;
     w.queue(m);  // A: its listing is answered, and its watches are sent before the shared listing
     w.queue(m);  // B and C: share the listing whose reply is lost
     w.queue(m);
     proxy.lose_next_reply({zk_op::get_children, zk_op::get_children2}, 1, path);
-    proxy.blackhole(false);
+    proxy.partition(false);
 
     REQUIRE(eventually([&] { return proxy.replies_lost() == 1; }));
     REQUIRE(eventually([&] { return w.count() == 2; }));

@@ -2,9 +2,8 @@
 // for the thread's own, an unreadable node in participants(), a watch retried onto a new
 // session, a sweep that gave up too early.
 #include "support/background_lock.hpp"
-#include "support/fault_proxy.hpp"
 #include "support/session_tools.hpp"
-#include "support/zk_cluster.hpp"
+#include "support/servers.hpp"
 #include "client_impl.hpp"
 #include "zkr/client.hpp"
 #include "zkr/mutex.hpp"
@@ -32,18 +31,18 @@ namespace {
 
 // Stops the only server until `c` gives its session up (lost), then starts it again: the server
 // reloads that session with a fresh timeout, so its ephemeral nodes are back for a while.
-void lose_session_across_restart(zkr::test::zk_cluster& cluster, zkr::client& c) {
+void lose_session_across_restart(zkr::testkit::ensemble& cluster, zkr::client& c) {
     zkr::test::state_log log(c);
-    cluster.stop_server(1);
+    cluster.stop(0);
     REQUIRE(eventually([&] { return log.saw(connection_state::lost); }, 20s));
-    cluster.start_server(1);
+    cluster.start(0);
     REQUIRE(eventually([&] { return c.is_connected(); }, 20s));
 }
 
 }  // namespace
 
 TEST_CASE("a lost write hold never counts as the thread's own: no read past a queued writer", "[lock_fault][own_servers]") {
-    zkr::test::zk_cluster cluster(1);
+    zkr::testkit::ensemble cluster(zkr::test::own_servers(1));
     zkr::client a_client(test_options(cluster.connect_string(), 4000ms));
     a_client.wait_connected(10s);
     bool closer_enabled = GENERATE(false, true);
@@ -131,8 +130,8 @@ TEST_CASE("participants: an unreadable node is reported with what is known, the 
 }
 
 TEST_CASE("a watch read retried onto a new session: the waiter queues again at once", "[lock_fault][own_servers]") {
-    zkr::test::zk_cluster cluster(1);
-    zkr::test::fault_proxy proxy(cluster.server_address(1));
+    zkr::testkit::ensemble cluster(zkr::test::own_servers(1));
+    zkr::testkit::proxy proxy(cluster.address(0));
     zkr::client holder_client(test_options(cluster.connect_string()));
     zkr::mutex holder(holder_client, "/w");
     holder.lock();
@@ -150,7 +149,7 @@ TEST_CASE("a watch read retried onto a new session: the waiter queues again at o
     REQUIRE(eventually([&] { return proxy.replies_lost() == 1; }));
     REQUIRE(queue_length(holder_client, "/w") == 3);
     // Its session expires before the retry: the retry lands on the new session.
-    zkr::test::expire_session(c, cluster.connect_string());
+    zkr::testkit::expire_session(c, cluster.connect_string());
     REQUIRE(eventually([&] { return queue_length(holder_client, "/w") == 2; }));
     // It notices its node went with the old session and queues again, well before the holders
     // ahead of it leave (they never do in this window).
@@ -161,12 +160,12 @@ TEST_CASE("a watch read retried onto a new session: the waiter queues again at o
     CHECK(h.state() == lock_state::held);
     h.unlock();
     // No watch is left behind on the server.
-    CHECK(eventually([&] { return queue_length(holder_client, "/w") == 0 && cluster.all_watch_count(1) == 0; }));
+    CHECK(eventually([&] { return queue_length(holder_client, "/w") == 0 && cluster.watch_count(0) == 0; }));
 }
 
 TEST_CASE("a create in doubt is swept once the listing works again, while its session lives", "[lock_fault][own_servers]") {
-    zkr::test::zk_cluster cluster(1);
-    zkr::test::fault_proxy proxy(cluster.server_address(1));
+    zkr::testkit::ensemble cluster(zkr::test::own_servers(1));
+    zkr::testkit::proxy proxy(cluster.address(0));
     auto o = test_options(proxy.address(), 10000ms);
     o.retry_policy = std::make_shared<zkr::retry::retry_n_times>(0, 0ms);  // every failure reaches the lock
     zkr::client c(o);

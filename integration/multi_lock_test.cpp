@@ -3,7 +3,7 @@
 // part, and one loss report per hold.
 #include "support/background_lock.hpp"
 #include "support/session_tools.hpp"
-#include "support/zk_cluster.hpp"
+#include "support/servers.hpp"
 #include "zkr/client.hpp"
 #include "zkr/multi_lock.hpp"
 
@@ -129,7 +129,7 @@ TEST_CASE("multi-lock: the async form's hold, one guard covering every part, one
     auto blocking_guard = both.guard();
     CHECK(blocking_guard.also.size() == 1);
     int before = lost.load();
-    zkr::test::expire_session(c, test_connect_string());
+    zkr::testkit::expire_session(c, test_connect_string());
     REQUIRE(eventually([&] { return both.state() == lock_state::lost; }));
     REQUIRE(eventually([&] { return lost.load() == before + 1; }));
     std::promise<void> drained;

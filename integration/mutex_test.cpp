@@ -1,8 +1,7 @@
 // zkr::mutex against real ZooKeeper servers.
 #include "support/background_lock.hpp"
-#include "support/fault_proxy.hpp"
 #include "support/session_tools.hpp"
-#include "support/zk_cluster.hpp"
+#include "support/servers.hpp"
 #include "zkr/client.hpp"
 #include "zkr/mutex.hpp"
 #include "client_impl.hpp"
@@ -135,7 +134,7 @@ TEST_CASE("waiters acquire in the order they queued (FIFO)", "[mutex]") {
 }
 
 TEST_CASE("no herd: one release wakes exactly one of 50 waiters", "[mutex][herd][own_servers]") {
-    zkr::test::zk_cluster cluster(1);
+    zkr::testkit::ensemble cluster(zkr::test::own_servers(1));
     std::string path = "/herd";
     zkr::client holder_client(test_options(cluster.connect_string()));
     zkr::mutex holder(holder_client, path);
@@ -166,10 +165,10 @@ TEST_CASE("no herd: one release wakes exactly one of 50 waiters", "[mutex][herd]
         }
     }
     REQUIRE(eventually([&] { return queue_length(holder_client, path) == 51; }, 30s));
-    REQUIRE(eventually([&] { return cluster.watch_count(1) == 49; }, 10s));
+    REQUIRE(eventually([&] { return cluster.data_watch_count(0) == 49; }, 10s));
     // 49 data watches; child watches: each node's owner on its own node, each waiter on the node
     // ahead of it (one per node and session: a waiter behind one of its own client's shares it).
-    CHECK(cluster.all_watch_count(1) == 49 + static_cast<int>(zkr::test::queue_child_watches(holder_client, path)));
+    CHECK(cluster.watch_count(0) == 49 + static_cast<int>(zkr::test::queue_child_watches(holder_client, path)));
     auto wakeups = [&] {
         std::uint64_t total = 0;
         for (auto& c : cs) total += zkr::mutex(*c, path).statistics().wakeups;
@@ -185,8 +184,8 @@ TEST_CASE("no herd: one release wakes exactly one of 50 waiters", "[mutex][herd]
     // node, and the data watch of the one behind the new holder, which its mark fired (it got in
     // with no listing, so it marks). The new holder goes on watching its own node. Every other
     // waiter's watches are untouched.
-    CHECK(cluster.watch_count(1) == 48);
-    CHECK(eventually([&] { return cluster.all_watch_count(1) == 48 + static_cast<int>(zkr::test::queue_child_watches(holder_client, path)); }));
+    CHECK(cluster.data_watch_count(0) == 48);
+    CHECK(eventually([&] { return cluster.watch_count(0) == 48 + static_cast<int>(zkr::test::queue_child_watches(holder_client, path)); }));
 
     // Each further release wakes one more, in turn.
     for (int n = 1; n <= 5; ++n) {
@@ -259,7 +258,7 @@ TEST_CASE("holder session expired: it is told, the waiter gets in, its unlock de
     });
     REQUIRE(eventually([&] { return queue_length(waiter_client, path) == 2; }));
 
-    zkr::test::expire_session(holder_client, test_connect_string());
+    zkr::testkit::expire_session(holder_client, test_connect_string());
 
     CHECK(get_within(lost_node.get_future(), 15s, "the on_lost handler") == holder.node_path());
     CHECK(holder.state() == zkr::lock_state::lost);
@@ -289,8 +288,8 @@ TEST_CASE("holder session expired: it is told, the waiter gets in, its unlock de
 }
 
 TEST_CASE("create reply lost: the node is adopted, one per contender", "[mutex][fault][own_servers]") {
-    zkr::test::zk_cluster cluster(1);
-    zkr::test::fault_proxy proxy(cluster.server_address(1));
+    zkr::testkit::ensemble cluster(zkr::test::own_servers(1));
+    zkr::testkit::proxy proxy(cluster.address(0));
     zkr::client c(test_options(proxy.address()));
     zkr::client observer(test_options(cluster.connect_string()));
     c.wait_connected(10s);
@@ -312,8 +311,8 @@ TEST_CASE("create reply lost: the node is adopted, one per contender", "[mutex][
 }
 
 TEST_CASE("create reply lost and a new session in between: the old node is deleted, not adopted", "[mutex][fault][own_servers]") {
-    zkr::test::zk_cluster cluster(1);
-    zkr::test::fault_proxy proxy(cluster.server_address(1));
+    zkr::testkit::ensemble cluster(zkr::test::own_servers(1));
+    zkr::testkit::proxy proxy(cluster.address(0));
     zkr::client c(test_options(proxy.address(), 1500ms));
     zkr::client observer(test_options(cluster.connect_string()));
     c.wait_connected(10s);
@@ -324,7 +323,7 @@ TEST_CASE("create reply lost and a new session in between: the old node is delet
     proxy.refuse_connections(true);
     proxy.lose_next_reply({15});
     auto old_session = c.session_id();
-    auto credentials = zkr::detail::client_access::impl(c)->session_credentials();
+    auto credentials = zkr::testkit::credentials_of(c);
     std::promise<void> checked;
     auto locked = std::async(std::launch::async, [&] {
         // Bounded waits: a failed check must not leave this future's destructor waiting for ever.
@@ -339,7 +338,7 @@ TEST_CASE("create reply lost and a new session in between: the old node is delet
     REQUIRE(stale.size() == 1);
     // ...while another handle keeps that old session alive on the server, so its node stays
     // (the CURATOR-604 situation: the client gave the session up, the server did not).
-    zkr::test::session_keeper keeper(cluster.connect_string(), credentials);
+    zkr::testkit::session_keeper keeper(cluster.connect_string(), credentials);
     REQUIRE(eventually([&] { return c.state() == zkr::connection_state::lost || c.session_id() != old_session; }, 15s));
     proxy.refuse_connections(false);
 
@@ -358,7 +357,7 @@ TEST_CASE("create reply lost and a new session in between: the old node is delet
 }
 
 TEST_CASE("a waiter in the middle times out: its node and watch go, the next re-watches", "[mutex][own_servers]") {
-    zkr::test::zk_cluster cluster(1);
+    zkr::testkit::ensemble cluster(zkr::test::own_servers(1));
     std::string path = "/middle";
     zkr::client hc(test_options(cluster.connect_string()));
     zkr::mutex holder(hc, path);
@@ -376,14 +375,14 @@ TEST_CASE("a waiter in the middle times out: its node and watch go, the next re-
     // watch). The others watch a predecessor that is not first: a data and a child watch each.
     // Everyone watches its own node (a child watch): the holder to learn if someone deletes it,
     // the waiters so that a departure ahead is never taken for the lock once theirs is gone.
-    CHECK(eventually([&] { return cluster.watch_count(1) == 2; }));
-    CHECK(cluster.all_watch_count(1) == 9);
+    CHECK(eventually([&] { return cluster.data_watch_count(0) == 2; }));
+    CHECK(cluster.watch_count(0) == 9);
 
     CHECK_FALSE(get_within(timed, 10s, "try_lock_for(1500ms)"));
     CHECK(eventually([&] { return queue_length(hc, path) == 3; }));
     // The timed-out waiter's watches are gone from the server; `last` now watches `first`.
-    CHECK(eventually([&] { return cluster.watch_count(1) == 1; }));
-    CHECK(eventually([&] { return cluster.all_watch_count(1) == 6; }));
+    CHECK(eventually([&] { return cluster.data_watch_count(0) == 1; }));
+    CHECK(eventually([&] { return cluster.watch_count(0) == 6; }));
     CHECK(middle.hold_count() == 0);
 
     holder.unlock();
@@ -392,7 +391,7 @@ TEST_CASE("a waiter in the middle times out: its node and watch go, the next re-
     first.release();
     REQUIRE(eventually([&] { return last.acquired.load(); }));
     last.release();
-    CHECK(eventually([&] { return queue_length(hc, path) == 0 && cluster.all_watch_count(1) == 0; }));
+    CHECK(eventually([&] { return queue_length(hc, path) == 0 && cluster.watch_count(0) == 0; }));
 }
 
 TEST_CASE("a cancelled async_lock removes its node", "[mutex][async]") {
@@ -423,8 +422,8 @@ TEST_CASE("a cancelled async_lock removes its node", "[mutex][async]") {
 }
 
 TEST_CASE("release during connection loss: the delete completes after reconnecting", "[mutex][fault][own_servers]") {
-    zkr::test::zk_cluster cluster(1);
-    zkr::test::fault_proxy proxy(cluster.server_address(1));
+    zkr::testkit::ensemble cluster(zkr::test::own_servers(1));
+    zkr::testkit::proxy proxy(cluster.address(0));
     zkr::client c(test_options(proxy.address(), 8s));
     zkr::client observer(test_options(cluster.connect_string()));
     zkr::mutex m(c, "/release");
@@ -433,7 +432,7 @@ TEST_CASE("release during connection loss: the delete completes after reconnecti
     std::string node = m.node_path();
 
     proxy.refuse_connections(true);
-    proxy.drop_all_connections();
+    proxy.drop_connections();
     REQUIRE(eventually([&] { return !c.is_connected(); }));
     CHECK(m.state() == zkr::lock_state::uncertain);
     auto start = std::chrono::steady_clock::now();
@@ -456,8 +455,8 @@ TEST_CASE("release during connection loss: the delete completes after reconnecti
 // The retry policy gives up on the release's delete long before the session ends: the cleanup
 // service keeps trying for as long as the session that made the node lives (CURATOR-678).
 TEST_CASE("release during an outage longer than the retry policy: the delete is still made once back", "[mutex][fault][own_servers]") {
-    zkr::test::zk_cluster cluster(1);
-    zkr::test::fault_proxy proxy(cluster.server_address(1));
+    zkr::testkit::ensemble cluster(zkr::test::own_servers(1));
+    zkr::testkit::proxy proxy(cluster.address(0));
     auto options = test_options(proxy.address(), 8s);
     options.retry_policy = std::make_shared<zkr::retry::retry_n_times>(1, 100ms);
     zkr::client c(options);
@@ -467,7 +466,7 @@ TEST_CASE("release during an outage longer than the retry policy: the delete is 
     std::string node = m.node_path();
 
     proxy.refuse_connections(true);
-    proxy.drop_all_connections();
+    proxy.drop_connections();
     REQUIRE(eventually([&] { return !c.is_connected(); }));
     m.unlock();
     // The policy's one retry is spent: the cleanup service resends on its own.
@@ -528,16 +527,16 @@ TEST_CASE("reentrancy: three deep, across objects, and non-owner release", "[mut
 }
 
 TEST_CASE("server restarted within the session timeout: the holder keeps the lock", "[mutex][fault][own_servers]") {
-    zkr::test::zk_cluster cluster(1);
+    zkr::testkit::ensemble cluster(zkr::test::own_servers(1));
     zkr::client hc(test_options(cluster.connect_string(), 10s));
     zkr::mutex holder(hc, "/restart");
     holder.lock();
     waiter w(cluster.connect_string(), "/restart");
     REQUIRE(eventually([&] { return queue_length(hc, "/restart") == 2; }));
 
-    cluster.stop_server(1);
+    cluster.stop(0);
     REQUIRE(eventually([&] { return holder.state() == zkr::lock_state::uncertain; }));
-    cluster.start_server(1);
+    cluster.start(0);
     REQUIRE(eventually([&] { return holder.state() == zkr::lock_state::held; }, 15s));
     CHECK_FALSE(w.acquired.load());
     CHECK(queue_length(hc, "/restart") == 2);
@@ -546,7 +545,7 @@ TEST_CASE("server restarted within the session timeout: the holder keeps the loc
 }
 
 TEST_CASE("leader killed: holds and queue survive", "[mutex][fault][ensemble][own_servers]") {
-    zkr::test::zk_cluster cluster(3);
+    zkr::testkit::ensemble cluster(zkr::test::own_servers(3));
     zkr::client hc(test_options(cluster.connect_string(), 8s));
     zkr::mutex holder(hc, "/failover");
     holder.lock();
@@ -555,7 +554,7 @@ TEST_CASE("leader killed: holds and queue survive", "[mutex][fault][ensemble][ow
     REQUIRE(eventually([&] { return queue_length(hc, "/failover") == 2; }));
 
     int leader = cluster.leader();
-    cluster.kill_server(leader);
+    cluster.kill(leader);
     cluster.wait_for_leader(30s);
     REQUIRE(eventually([&] { return holder.state() == zkr::lock_state::held; }, 15s));
     CHECK(holder.fencing_token() == token);
@@ -629,7 +628,7 @@ TEST_CASE("a waiter's session expires: it queues again under its new session and
     REQUIRE(eventually([&] { return queue_length(hc, path) == 2; }));
     auto old_session = w.client.session_id();
 
-    zkr::test::expire_session(w.client, test_connect_string());
+    zkr::testkit::expire_session(w.client, test_connect_string());
     REQUIRE(eventually([&] { return w.client.is_connected() && w.client.session_id() != old_session; }, 15s));
     // Its old node went with the old session; it queued again, behind the holder.
     REQUIRE(eventually([&] {

@@ -1,9 +1,8 @@
 // What each call does while no server can be reached, and how long it takes: the table in
 // docs/failure-semantics.md, checked. Two kinds of outage: the servers are down (connections
 // refused at once) and the network is silent (every byte blackholed by the fault proxy).
-#include "support/fault_proxy.hpp"
 #include "support/session_tools.hpp"
-#include "support/zk_cluster.hpp"
+#include "support/servers.hpp"
 #include "zkr/client.hpp"
 #include "zkr/mutex.hpp"
 
@@ -27,8 +26,8 @@ long long ms_since(clock_type::time_point t) {
 
 // A client with a 2 s session timeout and the default retry policy, and a mutex it holds.
 struct outage_fixture {
-    zkr::test::zk_cluster cluster{1};
-    zkr::test::fault_proxy proxy{cluster.server_address(1)};
+    zkr::testkit::ensemble cluster{zkr::test::own_servers(1)};
+    zkr::testkit::proxy proxy{cluster.address(0)};
     zkr::client c{[&] {
         zkr::client_options o;
         o.connect = proxy.address();
@@ -43,8 +42,8 @@ struct outage_fixture {
         held.lock();
     }
     void begin(bool silent) {
-        if (silent) proxy.blackhole(true);
-        else cluster.stop_server(1);
+        if (silent) proxy.partition(true);
+        else cluster.stop(0);
     }
 };
 
@@ -123,8 +122,8 @@ TEST_CASE("outage: every call returns within its documented bound", "[outage][ow
     WARN("participants " << participants_ms << " ms, lock " << lock_ms << " ms, async_lock " << async_ms << " ms");
 
     // And it all works again once a server answers.
-    if (silent) f.proxy.blackhole(false);
-    else f.cluster.start_server(1);
+    if (silent) f.proxy.partition(false);
+    else f.cluster.start(0);
     REQUIRE(eventually([&] { return f.c.is_connected(); }, 20s));
     CHECK(f.other.try_lock_for(5s));
     f.other.unlock();
@@ -153,6 +152,6 @@ TEST_CASE("outage: a waiting lock() gives up when its session is lost and no new
     // Suspended after 2/3 T of silence, lost a T later, then as an unqueued lock() would.
     CHECK(gave_up_ms <= 2000 * 2 / 3 + 2000 + 10'000 + 2 * (2000 * 2 / 3) + 1500);
     WARN("a waiting lock() gave up " << gave_up_ms << " ms into the outage");
-    f.proxy.blackhole(false);
+    f.proxy.partition(false);
     holder.unlock();
 }

@@ -2,9 +2,8 @@
 // timed calls with a deadline (try_lock_until) and the shared side's timed calls, and "handlers
 // never run on the ZooKeeper C client's threads" for every kind of handler.
 #include "support/background_lock.hpp"
-#include "support/fault_proxy.hpp"
 #include "support/session_tools.hpp"
-#include "support/zk_cluster.hpp"
+#include "support/servers.hpp"
 #include "zkr/client.hpp"
 #include "zkr/mutex.hpp"
 #include "zkr/shared_mutex.hpp"
@@ -46,8 +45,8 @@ long long ms(clock_type::duration d) { return std::chrono::duration_cast<std::ch
 // docs/lock-loss-and-fencing.md ("The lease"), lock_view::valid_until, lock_hold::valid_until.
 TEST_CASE("the lease: a holder cut off from the server stops saying held by its lease's end, lost once the session is given up, and nobody else gets in before",
           "[lease][lock_fault][own_servers]") {
-    zkr::test::zk_cluster cluster(1);
-    zkr::test::fault_proxy proxy(cluster.server_address(1));
+    zkr::testkit::ensemble cluster(zkr::test::own_servers(1));
+    zkr::testkit::proxy proxy(cluster.address(0));
     const std::chrono::milliseconds T = 3000ms;
     zkr::client hc(test_options(proxy.address(), T));
     hc.wait_connected(10s);
@@ -74,7 +73,7 @@ TEST_CASE("the lease: a holder cut off from the server stops saying held by its 
     });
     REQUIRE(eventually([&] { return queue_length(other.client, "/lease") == 2; }));
 
-    proxy.blackhole(true);  // every byte held both ways from here: no request sent now is answered
+    proxy.partition(true);  // every byte held both ways from here: no request sent now is answered
     const auto cut = clock_type::now();
 
     // Watch both holds until lost. A reply already on its way may still renew the lease, but only
@@ -136,7 +135,7 @@ TEST_CASE("the lease: a holder cut off from the server stops saying held by its 
     CHECK(other_at > lease);
     other.release();
 
-    proxy.blackhole(false);
+    proxy.partition(false);
     blocking.unlock();  // a lost hold: releases nothing of anyone's
     hold.unlock();
 }
@@ -326,7 +325,7 @@ TEST_CASE("every kind of handler runs on its executor: never on the C client's t
     hold.async_wait_lost([&](zkr::error_code) { note("lock_hold::async_wait_lost"); });
 
     // The session ends: every loss handler and the listeners run.
-    zkr::test::expire_session(c, test_connect_string());
+    zkr::testkit::expire_session(c, test_connect_string());
     REQUIRE(eventually([&] { return c.is_connected(); }, 20s));
     c.async_wait_connected([&](zkr::error_code) { note("async_wait_connected"); });
     auto fresh = get_within(m2.async_lock(asio::use_future));
@@ -381,7 +380,7 @@ TEST_CASE("async_wait_lost ends with cancelled on release and not_owner without 
     CHECK(code_of(on_nothing) == zkr::errc::not_owner);
 
     auto doomed = get_within(m.async_lock(asio::use_future));
-    zkr::test::expire_session(c, test_connect_string());
+    zkr::testkit::expire_session(c, test_connect_string());
     REQUIRE(eventually([&] { return doomed.state() == lock_state::lost; }, 15s));
     auto unlocked = doomed.async_unlock(asio::use_future);
     CHECK(code_of(unlocked) == zkr::errc::lock_lost);

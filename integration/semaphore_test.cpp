@@ -3,7 +3,7 @@
 // the maximum, and Curator's InterProcessSemaphoreV2 on the same path.
 #include "support/curator_driver.hpp"
 #include "support/session_tools.hpp"
-#include "support/zk_cluster.hpp"
+#include "support/servers.hpp"
 #include "zkr/client.hpp"
 #include "zkr/semaphore.hpp"
 #include "zkr/shared_count.hpp"
@@ -164,7 +164,7 @@ TEST_CASE("semaphore: a lease whose node is deleted, or whose session ends, is l
 
     auto l2 = s.acquire();
     auto lost2 = l2.async_wait_lost(asio::use_future);
-    zkr::test::expire_session(c, test_connect_string());
+    zkr::testkit::expire_session(c, test_connect_string());
     REQUIRE(lost2.wait_for(10s) == std::future_status::ready);
     CHECK(l2.state() == lock_state::lost);
 }

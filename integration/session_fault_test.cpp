@@ -1,7 +1,7 @@
 // The session under faults: server restarts, expiry, leader failover, silence.
 // These need servers of their own, so they do not run against an external ensemble.
 #include "support/session_tools.hpp"
-#include "support/zk_cluster.hpp"
+#include "support/servers.hpp"
 #include "zkr/client.hpp"
 
 #include <boost/asio/use_future.hpp>
@@ -20,19 +20,19 @@ using zkr::test::test_options;
 
 
 TEST_CASE("server restarted within the session timeout: suspended then reconnected on the same session", "[session][fault][own_servers]") {
-    zkr::test::zk_cluster cluster(1);
+    zkr::testkit::ensemble cluster(zkr::test::own_servers(1));
     zkr::client c(test_options(cluster.connect_string(), 10s));
     c.wait_connected(10s);
     state_log log(c);
     auto session = c.session_id();
     c.create("/eph", "mine", zkr::create_mode::ephemeral);
 
-    cluster.stop_server(1);
+    cluster.stop(0);
     REQUIRE(eventually([&] { return log.saw(connection_state::suspended); }));
     CHECK_FALSE(c.is_connected());
     // An operation issued while the server is down completes once it is back (retried).
     auto pending = c.async_get_data("/eph", asio::use_future);
-    cluster.start_server(1);
+    cluster.start(0);
     REQUIRE(eventually([&] { return log.saw(connection_state::reconnected); }, 15s));
     CHECK(pending.get().data == "mine");
     CHECK(c.session_id() == session);
@@ -46,7 +46,7 @@ TEST_CASE("server restarted within the session timeout: suspended then reconnect
 }
 
 TEST_CASE("forced session expiry: lost and then a new session that works", "[session][fault][own_servers]") {
-    zkr::test::zk_cluster cluster(1);
+    zkr::testkit::ensemble cluster(zkr::test::own_servers(1));
     zkr::client c(test_options(cluster.connect_string()));
     zkr::client observer(test_options(cluster.connect_string()));
     c.wait_connected(10s);
@@ -54,7 +54,7 @@ TEST_CASE("forced session expiry: lost and then a new session that works", "[ses
     c.create("/eph", "", zkr::create_mode::ephemeral);
     auto watch = c.get_data("/eph", zkr::set_watch).watch;
 
-    auto old_session = zkr::test::expire_session(c, cluster.connect_string());
+    auto old_session = zkr::testkit::expire_session(c, cluster.connect_string());
     REQUIRE(eventually([&] { return c.is_connected() && c.session_id() != 0 && c.session_id() != old_session; }));
     CHECK(c.session_count() == 2);
     // The server may drop the connection first (suspended); then lost, then the new session.
@@ -81,20 +81,20 @@ TEST_CASE("forced session expiry: lost and then a new session that works", "[ses
 }
 
 TEST_CASE("suspended past the session timeout: lost locally and then a new session", "[session][fault][own_servers]") {
-    zkr::test::zk_cluster cluster(1);
+    zkr::testkit::ensemble cluster(zkr::test::own_servers(1));
     zkr::client c(test_options(cluster.connect_string(), 2s));
     c.wait_connected(10s);
     state_log log(c);
     auto old_session = c.session_id();
     auto granted = c.session_timeout();
 
-    cluster.pause_server(1);
+    cluster.freeze(0);
     auto paused_at = std::chrono::steady_clock::now();
     REQUIRE(eventually([&] { return log.saw(connection_state::lost); }, 10s));
     auto lost_after = std::chrono::steady_clock::now() - paused_at;
     // Lost is declared while the server is still frozen: the client does not wait for it.
     CHECK(lost_after < granted * 3);
-    cluster.resume_server(1);
+    cluster.thaw(0);
     REQUIRE(eventually([&] { return c.is_connected(); }, 15s));
     CHECK(c.session_id() != old_session);
     auto states = log.snapshot();
@@ -103,7 +103,7 @@ TEST_CASE("suspended past the session timeout: lost locally and then a new sessi
 }
 
 TEST_CASE("leader of a 3-server ensemble killed: the session survives", "[session][fault][ensemble][own_servers]") {
-    zkr::test::zk_cluster cluster(3);
+    zkr::testkit::ensemble cluster(zkr::test::own_servers(3));
     zkr::client c(test_options(cluster.connect_string(), 6s));
     c.wait_connected(10s);
     state_log log(c);
@@ -112,7 +112,7 @@ TEST_CASE("leader of a 3-server ensemble killed: the session survives", "[sessio
     c.create("/counter", "0");
 
     int leader = cluster.leader();
-    cluster.kill_server(leader);
+    cluster.kill(leader);
     int new_leader = cluster.wait_for_leader(30s);
     CHECK(new_leader != leader);
     // Operations resume on the same session.
@@ -120,6 +120,6 @@ TEST_CASE("leader of a 3-server ensemble killed: the session survives", "[sessio
     CHECK(c.session_id() == session);
     CHECK(c.exists("/eph").exists);
     CHECK_FALSE(log.saw(connection_state::lost));
-    cluster.start_server(leader);
+    cluster.start(leader);
     CHECK(c.get_data("/counter").data == "1");
 }

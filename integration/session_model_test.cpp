@@ -2,9 +2,8 @@
 // machinery, state() tells the truth, every timed call returns by its deadline, outages are
 // bounded and a session we gave up is closed on the server once one answers.
 #include "support/child_process.hpp"
-#include "support/fault_proxy.hpp"
 #include "support/session_tools.hpp"
-#include "support/zk_cluster.hpp"
+#include "support/servers.hpp"
 #include "client_impl.hpp"
 #include "zkr/client.hpp"
 #include "zkr/log.hpp"
@@ -62,7 +61,7 @@ TEST_CASE("state() tells the truth while a user handler spins on the default exe
     REQUIRE(held.state() == lock_state::held);
 
     auto spinning = occupy(holder_client.get_executor(), 8000ms);
-    auto old_session = zkr::test::expire_session(holder_client, test_connect_string());
+    auto old_session = zkr::testkit::expire_session(holder_client, test_connect_string());
     // The other client takes the lock while the handler still spins.
     REQUIRE(other.try_lock_for(6s));
     REQUIRE(spinning.wait_for(0ms) == std::future_status::timeout);
@@ -97,7 +96,7 @@ TEST_CASE("a blocking try_lock_for inside a completion handler returns by its de
 }
 
 TEST_CASE("a loop of blocking reads inside a handler survives a server restart", "[session_model][own_servers]") {
-    zkr::test::zk_cluster cluster(1);
+    zkr::testkit::ensemble cluster(zkr::test::own_servers(1));
     zkr::client c(test_options(cluster.connect_string(), 6s));
     c.wait_connected(10s);
     c.create("/value", "v");
@@ -114,9 +113,9 @@ TEST_CASE("a loop of blocking reads inside a handler survives a server restart",
         finished.set_value();
     });
     REQUIRE(eventually([&] { return answered > 10; }));
-    cluster.stop_server(1);
+    cluster.stop(0);
     std::this_thread::sleep_for(1000ms);
-    cluster.start_server(1);
+    cluster.start(0);
     int before = answered;
     // The handler's calls are retried by the session thread, which it cannot block.
     CHECK(eventually([&] { return answered > before + 10; }, 15s));
@@ -163,7 +162,7 @@ TEST_CASE("a late lost event never marks a hold of the new session lost", "[sess
     auto sub = m.on_lost([lost_seen](const std::string&) { ++*lost_seen; });
 
     auto busy = occupy(user_context.get_executor(), 5000ms);
-    auto old_session = zkr::test::expire_session(c, test_connect_string());
+    auto old_session = zkr::testkit::expire_session(c, test_connect_string());
     REQUIRE(eventually([&] { return c.session_id() != 0 && c.session_id() != old_session && c.is_connected(); }));
     m.lock();  // on the new session, while the user executor is still busy
     REQUIRE(busy.wait_for(0ms) == std::future_status::timeout);
@@ -182,12 +181,12 @@ TEST_CASE("a late lost event never marks a hold of the new session lost", "[sess
 }
 
 TEST_CASE("partitioned from every server: each try_lock_for returns by its deadline, then works again", "[session_model][own_servers][ensemble]") {
-    zkr::test::zk_cluster cluster(3);
-    std::vector<std::unique_ptr<zkr::test::fault_proxy>> proxies;
+    zkr::testkit::ensemble cluster(zkr::test::own_servers(3));
+    std::vector<std::unique_ptr<zkr::testkit::proxy>> proxies;
     std::string connect;
-    for (int i = 1; i <= 3; ++i) {
-        proxies.push_back(std::make_unique<zkr::test::fault_proxy>(cluster.server_address(i)));
-        connect += (i > 1 ? "," : "") + proxies.back()->address();
+    for (int i = 0; i < 3; ++i) {
+        proxies.push_back(std::make_unique<zkr::testkit::proxy>(cluster.address(i)));
+        connect += (i > 0 ? "," : "") + proxies.back()->address();
     }
     zkr::client holder_client(test_options(cluster.connect_string()));
     zkr::mutex holder(holder_client, "/partition");
@@ -211,9 +210,9 @@ TEST_CASE("partitioned from every server: each try_lock_for returns by its deadl
         }
     });
     std::this_thread::sleep_for(1s);
-    for (auto& p : proxies) p->blackhole(true);
+    for (auto& p : proxies) p->partition(true);
     std::this_thread::sleep_for(6s);  // three session timeouts
-    for (auto& p : proxies) p->blackhole(false);
+    for (auto& p : proxies) p->partition(false);
     // It gets a new session and its calls keep returning on time.
     REQUIRE(eventually([&] { return c.is_connected(); }, 20s));
     int after_heal = calls;
@@ -228,7 +227,7 @@ TEST_CASE("partitioned from every server: each try_lock_for returns by its deadl
 }
 
 TEST_CASE("a frozen process's loop of try_lock_for finishes, each call on time after it resumes", "[session_model][own_servers]") {
-    zkr::test::zk_cluster cluster(1);
+    zkr::testkit::ensemble cluster(zkr::test::own_servers(1));
     zkr::client holder_client(test_options(cluster.connect_string()));
     zkr::mutex holder(holder_client, "/frozen");
     holder.lock();
@@ -271,7 +270,7 @@ TEST_CASE("a frozen process's loop of try_lock_for finishes, each call on time a
 }
 
 TEST_CASE("a session given up while the server was away is closed on the server once it is back", "[session_model][own_servers]") {
-    zkr::test::zk_cluster cluster(1);
+    zkr::testkit::ensemble cluster(zkr::test::own_servers(1));
     zkr::client holder_client(test_options(cluster.connect_string(), 6000ms));
     holder_client.wait_connected(10s);
     zkr::test::state_log log(holder_client);
@@ -279,10 +278,10 @@ TEST_CASE("a session given up while the server was away is closed on the server 
     holder.lock();
     auto node = holder.node_path();
 
-    cluster.stop_server(1);
+    cluster.stop(0);
     // Past the session timeout the client gives the session up (lost) and starts a new one.
     REQUIRE(eventually([&] { return log.saw(connection_state::lost); }, 15s));
-    cluster.start_server(1);
+    cluster.start(0);
     // The restarted server reloads the old session with a fresh timeout; zkr closes it as soon
     // as it reaches the server, so its lock node goes long before that timeout.
     auto back = clock_type::now();
@@ -324,14 +323,14 @@ TEST_CASE("handle contexts do not pile up over many sessions", "[session_model]"
     c.wait_connected(10s);
     auto impl = zkr::detail::client_access::impl(c);
     for (int i = 0; i < 5; ++i) {
-        auto old = zkr::test::expire_session(c, test_connect_string());
+        auto old = zkr::testkit::expire_session(c, test_connect_string());
         REQUIRE(eventually([&] { return c.is_connected() && c.session_id() != old; }));
     }
     CHECK(eventually([&] { return impl->handle_contexts() <= 2; }, 5s));
 }
 
 TEST_CASE("a 10 s outage logs a handful of lines, not hundreds", "[session_model][log][own_servers]") {
-    zkr::test::zk_cluster cluster(1);
+    zkr::testkit::ensemble cluster(zkr::test::own_servers(1));
     zkr::client c(test_options(cluster.connect_string(), 4000ms));
     c.wait_connected(10s);
     std::mutex mutex;
@@ -340,7 +339,7 @@ TEST_CASE("a 10 s outage logs a handful of lines, not hundreds", "[session_model
         std::lock_guard lock(mutex);
         lines.emplace_back(m);
     });
-    cluster.stop_server(1);
+    cluster.stop(0);
     std::this_thread::sleep_for(10s);  // suspended, lost, and a new session tried for again and again
     zkr::log::flush();
     std::size_t during;
@@ -349,7 +348,7 @@ TEST_CASE("a 10 s outage logs a handful of lines, not hundreds", "[session_model
         during = lines.size();
         for (auto& l : lines) UNSCOPED_INFO(l);
     }
-    cluster.start_server(1);
+    cluster.start(0);
     CHECK(eventually([&] { return c.is_connected(); }, 20s));
     zkr::log::flush();
     zkr::log::set_sink({});

@@ -3,7 +3,7 @@
 #include "support/child_process.hpp"
 #include "support/curator_driver.hpp"
 #include "support/session_tools.hpp"
-#include "support/zk_cluster.hpp"
+#include "support/servers.hpp"
 #include "zkr/client.hpp"
 #include "zkr/path.hpp"
 #include "zkr/shared_mutex.hpp"
@@ -262,7 +262,7 @@ TEST_CASE("a writer's session expires: readers get in, the writer is told", "[sh
     contender r1(connect, path, false), r2(connect, path, false);
     REQUIRE(eventually([&] { return queue_length(wc, path) == 3; }));
     auto lost = writer.write_lock().async_wait_lost(asio::use_future);
-    zkr::test::expire_session(wc, connect);
+    zkr::testkit::expire_session(wc, connect);
     CHECK(eventually([&] { return r1.acquired.load() && r2.acquired.load(); }, 15s));
     // The writer's client learns of the expiry when it next reaches the server; until then it
     // says uncertain, never held.

@@ -1,7 +1,7 @@
 // Every wait honours per-operation cancellation and completes where its handler asks: the
 // client's waits for a connection and a state, a watch's wait, a hold's wait for its loss.
 #include "support/session_tools.hpp"
-#include "support/zk_cluster.hpp"
+#include "support/servers.hpp"
 #include "zkr/client.hpp"
 #include "zkr/mutex.hpp"
 

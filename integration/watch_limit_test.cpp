@@ -2,9 +2,8 @@
 // over the server's jute.maxbuffer it drops the connection, and the client reconnects and sends
 // it again, for ever (measured: 10,000 waiters on one client, docs/operations.md). zkr refuses the
 // watch that would take that request over client_options::max_request_size instead.
-#include "support/fault_proxy.hpp"
 #include "support/session_tools.hpp"
-#include "support/zk_cluster.hpp"
+#include "support/servers.hpp"
 #include "zkr/client.hpp"
 #include "zkr/mutex.hpp"
 
@@ -15,7 +14,7 @@
 using namespace std::chrono_literals;
 using zkr::errc;
 using zkr::test::eventually;
-using zkr::test::fault_proxy;
+using zkr::testkit::proxy;
 using zkr::test::first_server;
 using zkr::test::queue_length;
 using zkr::test::test_connect_string;
@@ -35,7 +34,7 @@ std::string watched_path(const std::string& base, int i) {
 TEST_CASE("a watch a reconnection could not set again is refused with too_many_watches, and the client still reconnects",
           "[watch_limit]") {
     std::string base = unique_path("watch-limit");
-    fault_proxy proxy(first_server(test_connect_string()));
+    zkr::testkit::proxy proxy(first_server(test_connect_string()));
     zkr::client c(test_options(proxy.address()));
     c.wait_connected(10s);
     const auto limit = zkr::client_options{}.max_request_size;
@@ -54,7 +53,7 @@ TEST_CASE("a watch a reconnection could not set again is refused with too_many_w
 
     // Every connection is cut: the client reconnects and sets them all again in one request the
     // server takes, and they still fire.
-    proxy.drop_all_connections();
+    proxy.drop_connections();
     REQUIRE(eventually([&] { return proxy.connections_accepted() >= 2 && c.is_connected(); }, 15s));
     zkr::client other(test_options(test_connect_string()));
     other.create_parents(base);

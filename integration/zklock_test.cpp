@@ -3,7 +3,7 @@
 #include "support/child_process.hpp"
 #include "support/curator_driver.hpp"
 #include "support/session_tools.hpp"
-#include "support/zk_cluster.hpp"
+#include "support/servers.hpp"
 #include "zkr/client.hpp"
 #include "zkr/shared_mutex.hpp"
 #include "zkr/version.hpp"

@@ -6,13 +6,13 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 build=${ZKR_BUILD_DIR:-build}
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$build" -j"$(nproc)" --target oversell >/dev/null
+cmake --build "$build" -j"$(nproc)" --target oversell zkr_testkit_cli >/dev/null
 
 if [ -z "${ZK_CONNECT:-}" ]; then
   zk_dir=$(mktemp -d /tmp/zkr-demo-zk.XXXXXX)
-  trap 'integration/zk-cluster.sh destroy "$zk_dir" >/dev/null 2>&1 || true' EXIT
+  trap '"$build/testkit/zkr-testkit" destroy "$zk_dir" >/dev/null 2>&1 || true' EXIT
   echo "Starting a local ZooKeeper server (set ZK_CONNECT to use your own ensemble)..."
-  ZK_CONNECT=$(integration/zk-cluster.sh start "$zk_dir" 1)
+  ZK_CONNECT=$("$build/testkit/zkr-testkit" start "$zk_dir" 1)
   export ZK_CONNECT
 fi
 echo "ZooKeeper: $ZK_CONNECT"

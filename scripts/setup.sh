@@ -8,6 +8,7 @@ packages=(
   libzookeeper-mt-dev            # the ZooKeeper C client, multi-threaded
   libboost1.81-dev               # Asio, Boost.System
   catch2                         # tests (v2)
+  libgtest-dev                   # the testkit's GoogleTest example
   zookeeper default-jre-headless # the 3.8 server for integration tests and the demo
   default-jdk-headless           # javac, for the Curator interop driver
   libcurator-recipes-java        # Curator 5.4: the Java peer for interop tests and benchmarks

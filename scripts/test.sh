@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Builds zkr and runs every test: unit tests, and integration tests against real ZooKeeper
 # servers started on loopback (tests that need just "a server" use $ZK_CONNECT when it is set;
-# the ensemble tests and those that stop, pause or count servers always start their own).
+# the ensemble tests and those that stop, freeze or count servers always start their own; every
+# server comes from zkr::testkit).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ -n "${ZK_CONNECT:-}" ]; then
-  echo "*** ZK_CONNECT=$ZK_CONNECT: tests that need a server use it, not the harness's own." >&2
+if [ -n "${ZKR_TESTKIT_CONNECT:-${ZK_CONNECT:-}}" ]; then
+  echo "*** ${ZKR_TESTKIT_CONNECT:-$ZK_CONNECT}: tests that need a server use it, not the kit's own." >&2
   echo "*** The ensemble tests and those that stop, pause or count servers still start their own." >&2
 fi
 scripts/setup.sh

@@ -10,9 +10,8 @@
 // --seed N replays a run's faults: their kinds, order, durations and pauses come from N alone
 // (which holder a fault hits depends on who holds at that moment, and so on timing).
 #include "support/child_process.hpp"
-#include "support/fault_proxy.hpp"
 #include "support/session_tools.hpp"
-#include "support/zk_cluster.hpp"
+#include "support/servers.hpp"
 #include "zkr/client.hpp"
 #include "zkr/log.hpp"
 
@@ -234,7 +233,7 @@ private:
 
 struct worker {
     int id = 0;
-    std::vector<std::unique_ptr<zkr::test::fault_proxy>> proxies;
+    std::vector<std::unique_ptr<zkr::testkit::proxy>> proxies;
     std::unique_ptr<zkr::test::child_process> process;
     std::thread reader;
     std::mutex mutex;
@@ -294,7 +293,7 @@ int main(int argc, char** argv) {
     auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(random); };
     zkr::log::set_threshold(zkr::log::level::error);
 
-    zkr::test::zk_cluster cluster(3);
+    zkr::testkit::ensemble cluster(zkr::test::own_servers(3));
     fence the_fence;
     std::vector<std::unique_ptr<worker>> workers;
     int next_id = 0;
@@ -302,9 +301,9 @@ int main(int argc, char** argv) {
         auto w = std::make_unique<worker>();
         w->id = next_id++;
         std::string connect;
-        for (int i = 1; i <= 3; ++i) {
-            w->proxies.push_back(std::make_unique<zkr::test::fault_proxy>(cluster.server_address(i)));
-            connect += (i > 1 ? "," : "") + w->proxies.back()->address();
+        for (int i = 0; i < 3; ++i) {
+            w->proxies.push_back(std::make_unique<zkr::testkit::proxy>(cluster.address(i)));
+            connect += (i > 0 ? "," : "") + w->proxies.back()->address();
         }
         std::ostringstream command;
         command << "exec " << ZKR_CHAOS_WORKER_BIN << " " << w->id << " " << connect << " " << session_ms << " "
@@ -365,21 +364,21 @@ int main(int argc, char** argv) {
         try {
             if (kind == "leader kill -9") {
                 int leader = cluster.wait_for_leader(20s);
-                cluster.kill_server(leader, SIGKILL);
+                cluster.kill(leader);
                 std::this_thread::sleep_for(std::chrono::milliseconds(pick(500, 2000)));
-                cluster.start_server(leader);
+                cluster.start(leader);
             } else if (kind == "leader SIGSTOP") {
                 int leader = cluster.wait_for_leader(20s);
-                cluster.pause_server(leader);
+                cluster.freeze(leader);
                 std::this_thread::sleep_for(std::chrono::milliseconds(pick(session_ms / 2, session_ms * 2)));
-                cluster.resume_server(leader);
+                cluster.thaw(leader);
             } else if (kind == "quorum lost < T") {
-                int a = cluster.wait_for_leader(20s), b = a % 3 + 1;
-                cluster.pause_server(a);
-                cluster.pause_server(b);
+                int a = cluster.wait_for_leader(20s), b = (a + 1) % 3;
+                cluster.freeze(a);
+                cluster.freeze(b);
                 std::this_thread::sleep_for(T * 6 / 10);
-                cluster.resume_server(a);
-                cluster.resume_server(b);
+                cluster.thaw(a);
+                cluster.thaw(b);
             } else if (kind == "holder frozen > T") {
                 worker* w = live_worker(the_fence.some_holder(victims), false);
                 long long from = now_ns();
@@ -390,9 +389,9 @@ int main(int argc, char** argv) {
                 w->frozen.emplace_back(from, now_ns());
             } else if (kind == "holder partitioned > T") {
                 worker* w = live_worker(the_fence.some_holder(victims), false);
-                for (auto& p : w->proxies) p->blackhole(true);
+                for (auto& p : w->proxies) p->partition(true);
                 std::this_thread::sleep_for(T + std::chrono::milliseconds(pick(1000, 3000)));
-                for (auto& p : w->proxies) p->blackhole(false);
+                for (auto& p : w->proxies) p->partition(false);
             } else if (kind == "holder killed") {
                 worker* w = live_worker(the_fence.some_holder(victims), true);
                 w->killed = true;

@@ -40,7 +40,7 @@ echo "verify: build: $(($(now_ms) - t0)) ms" >&2
 echo "verify: run prefix: $PREFIX" >&2
 
 t0=$(now_ms)
-ZK_CLUSTER_OWNER_PID=$$ "$ZKC" start "$ZKDIR" 1 >"$WORK/connect"
+ZKR_TESTKIT_OWNER_PID=$$ "$ZKC" start "$ZKDIR" 1 >"$WORK/connect"
 C=$(cat "$WORK/connect")
 echo "verify: zookeeper at $C: $(($(now_ms) - t0)) ms" >&2
 

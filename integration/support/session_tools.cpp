@@ -1,7 +1,5 @@
 #include "session_tools.hpp"
 
-#include "client_impl.hpp"
-
 #include <set>
 #include <algorithm>
 #include <cstdio>
@@ -17,70 +15,6 @@
 #include <unistd.h>
 
 namespace zkr::test {
-namespace {
-
-struct connected_flag {
-    std::mutex mutex;
-    std::condition_variable cv;
-    int state = 0;
-};
-
-void watcher(zhandle_t*, int type, int state, const char*, void* context) {
-    if (type != ZOO_SESSION_EVENT) return;
-    auto* flag = static_cast<connected_flag*>(context);
-    std::lock_guard lock(flag->mutex);
-    flag->state = state;
-    flag->cv.notify_all();
-}
-
-}  // namespace
-
-namespace {
-zhandle_t* join_session(const std::string& connect, const std::pair<std::int64_t, std::string>& credentials,
-                        connected_flag& flag) {
-    clientid_t cid{};
-    cid.client_id = credentials.first;
-    std::copy(credentials.second.begin(), credentials.second.end(), cid.passwd);
-    zhandle_t* zh = zookeeper_init(connect.c_str(), &watcher, 10000, &cid, &flag, 0);
-    if (!zh) throw std::runtime_error("join_session: zookeeper_init failed");
-    std::unique_lock lock(flag.mutex);
-    if (!flag.cv.wait_for(lock, std::chrono::seconds(10), [&] { return flag.state == ZOO_CONNECTED_STATE; })) {
-        lock.unlock();
-        zookeeper_close(zh);
-        throw std::runtime_error("join_session: the second handle did not connect");
-    }
-    if (zoo_client_id(zh)->client_id != credentials.first) {
-        lock.unlock();
-        zookeeper_close(zh);
-        throw std::runtime_error("join_session: the server gave the second handle a different session");
-    }
-    return zh;
-}
-connected_flag keeper_flag;  // the keeper's watcher outlives no keeper: one at a time in tests
-}  // namespace
-
-session_keeper::session_keeper(const std::string& connect, const std::pair<std::int64_t, std::string>& credentials)
-    : handle_(join_session(connect, credentials, keeper_flag)) {}
-
-session_keeper::~session_keeper() {
-    // Closing ends the session on the server (and removes its ephemeral nodes).
-    zookeeper_close(static_cast<zhandle_t*>(handle_));
-}
-
-std::int64_t expire_session(const zkr::client& c, const std::string& connect) {
-    auto credentials = zkr::detail::client_access::impl(c)->session_credentials();
-    if (credentials.first == 0) throw std::runtime_error("expire_session: the client has no session");
-    // The client may win its session back between our join and our close (the server then
-    // refuses our close as "session moved"): try again until the client reports the loss.
-    for (int attempt = 0; attempt < 5; ++attempt) {
-        connected_flag flag;
-        zhandle_t* zh = join_session(connect, credentials, flag);
-        zookeeper_close(zh);  // closes the shared session: the first handle gets EXPIRED
-        if (eventually([&] { return c.session_id() != credentials.first; }, std::chrono::seconds(3)))
-            return credentials.first;
-    }
-    throw std::runtime_error("expire_session: the session survived five attempts");
-}
 
 bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
     auto deadline = std::chrono::steady_clock::now() + timeout;

@@ -16,23 +16,6 @@
 
 namespace zkr::test {
 
-/// Expires the client's current session the way the server would: a second handle joins the
-/// session with its id and password and closes it. Returns the expired session's id.
-std::int64_t expire_session(const zkr::client& c, const std::string& connect);
-
-/// Keeps a session alive from a second handle (joined with its id and password) until destroyed,
-/// so the server does not expire it while its own client cannot reach the server.
-class session_keeper {
-public:
-    session_keeper(const std::string& connect, const std::pair<std::int64_t, std::string>& credentials);
-    ~session_keeper();
-    session_keeper(const session_keeper&) = delete;
-    session_keeper& operator=(const session_keeper&) = delete;
-
-private:
-    void* handle_ = nullptr;
-};
-
 /// Polls `condition` every 10 ms until it holds or `timeout` passes; returns the last value.
 bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
