@@ -14,7 +14,7 @@ debs=("$PWD/$build"/*.deb)
 $sudo apt-get install -y -qq --no-install-recommends "${debs[@]}" >/dev/null
 cleanup() {
   if [ "${ZKR_KEEP_PACKAGES:-0}" != 1 ]; then
-    $sudo apt-get remove -y -qq libzkr-dev zklock 'libzkr[0-9]*' >/dev/null 2>&1 || true
+    $sudo apt-get remove -y -qq zkr-testkit libzkr-dev zklock 'libzkr[0-9]*' >/dev/null 2>&1 || true
   fi
 }
 trap cleanup EXIT
@@ -29,6 +29,17 @@ echo "consumer: pkg-config --cflags --libs zkr"
 # shellcheck disable=SC2046
 g++ -std=c++20 -Wall -Wextra -Wpedantic -Werror -o "$work/pkg-config-consumer" tests/consumer/main.cpp $(pkg-config --cflags --libs zkr)
 "$work/pkg-config-consumer"
+
+echo "testkit consumer: find_package(zkr COMPONENTS testkit), against the installed zkr-testkit package"
+cmake -S tests/consumer/testkit -B "$work/testkit" >/dev/null
+cmake --build "$work/testkit" >/dev/null
+env -u ZKR_TESTKIT_CONNECT "$work/testkit/lock_loss_test"
+
+echo "testkit consumer: pkg-config --cflags --libs zkr-testkit"
+# shellcheck disable=SC2046
+g++ -std=c++20 -Wall -Wextra -Wpedantic -Werror -o "$work/testkit-pkg-config" tests/consumer/testkit/main.cpp $(pkg-config --cflags --libs zkr-testkit)
+env -u ZKR_TESTKIT_CONNECT "$work/testkit-pkg-config"
+zkr-testkit --help >/dev/null
 
 echo "zklock: installed"
 zklock --version

@@ -3,6 +3,7 @@
 #   libzkr<MAJOR>.<MINOR>  the shared library
 #   libzkr-dev             headers, CMake config, pkg-config file
 #   zklock                 the command-line tool
+#   zkr-testkit            zkr::testkit: library, headers, CMake component, pkg-config file, zkr-testkit
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh

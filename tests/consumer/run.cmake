@@ -20,6 +20,27 @@ if(rc)
   message(FATAL_ERROR "the consumer failed: ${rc}")
 endif()
 
+# zkr::testkit, when the build has it: a user's test project finds it as a component of the
+# installed zkr, and its test runs (servers of its own, a partition, an expiry, a leader killed).
+file(STRINGS ${ZKR_BUILD_DIR}/CMakeCache.txt testkit_setting REGEX "^ZKR_BUILD_TESTKIT:BOOL=")
+string(REGEX REPLACE "^[^=]*=" "" testkit "${testkit_setting}")
+if(testkit)
+  execute_process(COMMAND ${CMAKE_COMMAND} -S ${CONSUMER_SRC}/testkit -B ${WORK_DIR}/testkit -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix
+                  RESULT_VARIABLE rc)
+  if(rc)
+    message(FATAL_ERROR "configuring the testkit consumer failed: ${rc}")
+  endif()
+  execute_process(COMMAND ${CMAKE_COMMAND} --build ${WORK_DIR}/testkit RESULT_VARIABLE rc)
+  if(rc)
+    message(FATAL_ERROR "building the testkit consumer failed: ${rc}")
+  endif()
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env --unset=LD_LIBRARY_PATH --unset=ZKR_TESTKIT_CONNECT
+                          ${WORK_DIR}/testkit/lock_loss_test RESULT_VARIABLE rc)
+  if(rc)
+    message(FATAL_ERROR "the testkit consumer failed: ${rc}")
+  endif()
+endif()
+
 # zklock, when the build has it, installed into a prefix the loader does not search: it must
 # start as installed, with no LD_LIBRARY_PATH, on the libzkr installed beside it (not on one
 # that happens to be in the loader's paths, from a package say).
