@@ -77,6 +77,7 @@ class ZKR_TESTKIT_EXPORT ensemble {
 public:
     /// Starts `servers` servers with the default options (1: standalone).
     explicit ensemble(int servers = 1);
+    /// Starts servers as `options` says (or is the external ensemble ZKR_TESTKIT_CONNECT names).
     explicit ensemble(ensemble_options options);
     /// An ensemble left running in `directory` by `zkr-testkit start` (or detach()): controls it
     /// without owning it (destruction leaves it running). Throws std::runtime_error if the
@@ -84,8 +85,10 @@ public:
     static ensemble attach(const std::string& directory);
     /// Stops every server and removes the directory (unless detached or kept).
     ~ensemble();
-    ensemble(ensemble&&) noexcept;
-    ensemble& operator=(ensemble&&) noexcept;
+    /// Takes over `other`'s servers (`other` is left empty: destroy it only).
+    ensemble(ensemble&& other) noexcept;
+    /// Stops this one's servers, then takes over `other`'s.
+    ensemble& operator=(ensemble&& other) noexcept;
     ensemble(const ensemble&) = delete;
     ensemble& operator=(const ensemble&) = delete;
 
