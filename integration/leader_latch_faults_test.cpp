@@ -948,7 +948,7 @@ TEST_CASE("leader latch faults: the container path reaped while the session was 
     proxy.refuse_connections(true);
     proxy.drop_connections();
     REQUIRE(eventually([&] { return !ca.is_connected(); }, deadline));
-    { zkr::testkit::session_keeper closer(connect, credentials); }  // joins the session and closes it
+    zkr::testkit::close_session(connect, credentials);
     if (waiting) b->close();
     REQUIRE(eventually([&] { return !observer.exists(path).exists; }, deadline));
     proxy.refuse_connections(false);

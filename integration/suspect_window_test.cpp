@@ -77,6 +77,56 @@ void cut_under_backlog(zkr::client& c, zkr::testkit::proxy& proxy, const std::st
     proxy.partition(false);
 }
 
+// A latch's listener calls, in order: true for on_leadership, false for on_not_leader.
+class leadership_log {
+public:
+    explicit leadership_log(zkr::leader_latch& l)
+        : up_(l.on_leadership([this] { record(true); })), down_(l.on_not_leader([this] { record(false); })) {}
+    std::vector<bool> calls() {
+        std::lock_guard lock(mutex_);
+        return calls_;
+    }
+    long count(bool leading) {
+        auto c = calls();
+        return std::count(c.begin(), c.end(), leading);
+    }
+
+private:
+    void record(bool leading) {
+        std::lock_guard lock(mutex_);
+        calls_.push_back(leading);
+    }
+    std::mutex mutex_;
+    std::vector<bool> calls_;
+    zkr::subscription up_, down_;
+};
+
+// Keeps the client's session thread busy from construction to release() (or destruction): what
+// the C client does meanwhile reaches zkr's session machinery only afterwards.
+class session_thread_held {
+public:
+    explicit session_thread_held(zkr::client& c) {
+        std::promise<void> holding;
+        auto running = holding.get_future();
+        boost::asio::post(zkr::detail::client_access::impl(c)->threads()->session,
+                          [&holding, released = released_] {
+                              holding.set_value();
+                              released.wait_for(deadline);
+                          });
+        get_within(running, deadline, "the session thread");
+    }
+    ~session_thread_held() { release(); }
+    void release() {
+        if (!done_) release_.set_value();
+        done_ = true;
+    }
+
+private:
+    std::promise<void> release_;
+    std::shared_future<void> released_ = release_.get_future().share();
+    bool done_ = false;
+};
+
 }  // namespace
 
 TEST_CASE("suspect window: a latch told suspended has stopped leading, and after its session is closed outside it "
@@ -87,14 +137,7 @@ TEST_CASE("suspect window: a latch told suspended has stopped leading, and after
     zkr::client ca(test_options(proxy.address(), session_timeout));
     zkr::client observer(test_options(connect));
     zkr::leader_latch a(ca, path, "a");
-    std::mutex calls_mutex;
-    std::vector<bool> calls;  // true: on_leadership, false: on_not_leader
-    auto record = [&](bool leading) {
-        std::lock_guard lock(calls_mutex);
-        calls.push_back(leading);
-    };
-    auto up = a.on_leadership([&] { record(true); });
-    auto down = a.on_not_leader([&] { record(false); });
+    leadership_log log(a);
     a.start();
     REQUIRE(a.await_leadership(deadline));
     const auto token = a.fencing_token();
@@ -120,7 +163,7 @@ TEST_CASE("suspect window: a latch told suspended has stopped leading, and after
 
     // The session closed on the server while the client is away, well within the lease: back,
     // the latch leads on a new node of its new session, never on the old one.
-    { zkr::testkit::session_keeper closer(connect, credentials); }
+    zkr::testkit::close_session(connect, credentials);
     REQUIRE(eventually([&] { return queue_length(observer, path) == 0; }, deadline));
     proxy.refuse_connections(false);
     REQUIRE(a.await_leadership(deadline));
@@ -129,12 +172,8 @@ TEST_CASE("suspect window: a latch told suspended has stopped leading, and after
     CHECK(observer.exists(a.node_path()).stat.ephemeral_owner == ca.session_id());
     CHECK(queue_length(observer, path) == 1);
     // Told in order: led, stopped as the connection went, leads again.
-    REQUIRE(eventually([&] {
-        std::lock_guard lock(calls_mutex);
-        return calls.size() >= 3;
-    }, deadline));
-    std::lock_guard lock(calls_mutex);
-    CHECK(calls == std::vector<bool>{true, false, true});
+    REQUIRE(eventually([&] { return log.calls().size() >= 3; }, deadline));
+    CHECK(log.calls() == std::vector<bool>{true, false, true});
 }
 
 namespace {
@@ -169,7 +208,7 @@ void check_cut_hold(zkr::client& c, zkr::testkit::proxy& proxy, const std::strin
         CHECK(lost.wait_for(0s) == std::future_status::timeout);
         return;
     }
-    { zkr::testkit::session_keeper closer(connect, credentials); }
+    zkr::testkit::close_session(connect, credentials);
     zkr::client observer(test_options(connect));
     REQUIRE(eventually([&] { return queue_length(observer, queue) == 0; }, deadline));
     proxy.refuse_connections(false);
@@ -221,21 +260,14 @@ TEST_CASE("suspect window: a latch whose session thread has not yet heard of the
     zkr::leader_latch a(ca, path, "a");
     a.start();
     REQUIRE(a.await_leadership(deadline));
-    // Hold the session thread until the test has read what it needs.
-    std::promise<void> release, holding;
-    auto released = release.get_future().share();
-    boost::asio::post(zkr::detail::client_access::impl(ca)->threads()->session, [&holding, released] {
-        holding.set_value();
-        released.wait_for(deadline);
-    });
-    get_within(holding.get_future(), deadline, "the session thread");
+    session_thread_held busy(ca);  // until the test has read what it needs
     proxy.refuse_connections(true);
     proxy.drop_connections();
     CHECK(eventually([&] { return !ca.is_connected(); }, deadline));
     CHECK_FALSE(a.has_leadership());
     CHECK(a.state() == lock_state::uncertain);
     CHECK_FALSE(a.await_leadership(0ms));
-    release.set_value();
+    busy.release();
     proxy.refuse_connections(false);
     CHECK(a.await_leadership(deadline));
 }
@@ -255,18 +287,11 @@ TEST_CASE("suspect window: a hold reads held again once the C client is back, be
     proxy.refuse_connections(true);
     proxy.drop_connections();
     REQUIRE(get_within(reading.future, deadline, "the suspended event") == lock_state::uncertain);
-    // The session thread held busy: the reconnection is the C client's alone.
-    std::promise<void> release, holding;
-    auto released = release.get_future().share();
-    boost::asio::post(zkr::detail::client_access::impl(c)->threads()->session, [&holding, released] {
-        holding.set_value();
-        released.wait_for(deadline);
-    });
-    get_within(holding.get_future(), deadline, "the session thread");
+    session_thread_held busy(c);  // the reconnection is the C client's alone
     proxy.refuse_connections(false);
     CHECK(eventually([&] { return hold.state() == lock_state::held; }, 10s));
     CHECK(c.state() == connection_state::suspended);  // zkr has not said so yet: the thread is busy
-    release.set_value();
+    busy.release();
     CHECK(eventually([&] { return c.state() == connection_state::reconnected; }, deadline));
 }
 
@@ -280,26 +305,15 @@ TEST_CASE("suspect window: a leadership whose lease ran out while connected lead
     zkr::testkit::proxy proxy(first_server(connect));
     zkr::client ca(test_options(proxy.address(), 4000ms));
     zkr::leader_latch a(ca, path, "a");
-    std::mutex calls_mutex;
-    std::vector<bool> calls;
-    auto record = [&](bool leading) {
-        std::lock_guard lock(calls_mutex);
-        calls.push_back(leading);
-    };
-    auto up = a.on_leadership([&] { record(true); });
-    auto down = a.on_not_leader([&] { record(false); });
+    leadership_log log(a);
     a.start();
     REQUIRE(a.await_leadership(deadline));
     // Every answer now comes 2 s after its request; the lease (2/3 of 4 s) outlives an answer by
     // 0.67 s and the next one comes 1 s later: a third of each second without a lease, and the
     // client never disconnects (it hears from the server every second).
     proxy.set_delay(1000ms);
-    auto count = [&](bool leading) {
-        std::lock_guard lock(calls_mutex);
-        return std::count(calls.begin(), calls.end(), leading);
-    };
-    REQUIRE(eventually([&] { return count(false) >= 1; }, deadline));
-    CHECK(eventually([&] { return count(true) >= 2; }, 15s));  // led again with the lease, no event between
+    REQUIRE(eventually([&] { return log.count(false) >= 1; }, deadline));
+    CHECK(eventually([&] { return log.count(true) >= 2; }, 15s));  // led again with the lease, no event between
     proxy.set_delay(0ms);
     CHECK(eventually([&] { return a.has_leadership() && a.await_leadership(0ms); }, deadline));
     CHECK(ca.session_count() == 1);  // one session throughout
