@@ -553,7 +553,7 @@ TEST_CASE("leader killed: holds and queue survive", "[mutex][fault][ensemble][ow
     waiter w(cluster.connect_string(), "/failover");
     REQUIRE(eventually([&] { return queue_length(hc, "/failover") == 2; }));
 
-    int leader = cluster.leader();
+    int leader = cluster.wait_for_leader(30s);
     cluster.kill(leader);
     cluster.wait_for_leader(30s);
     REQUIRE(eventually([&] { return holder.state() == zkr::lock_state::held; }, 15s));

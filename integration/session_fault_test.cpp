@@ -111,7 +111,7 @@ TEST_CASE("leader of a 3-server ensemble killed: the session survives", "[sessio
     c.create("/eph", "", zkr::create_mode::ephemeral);
     c.create("/counter", "0");
 
-    int leader = cluster.leader();
+    int leader = cluster.wait_for_leader(30s);
     cluster.kill(leader);
     int new_leader = cluster.wait_for_leader(30s);
     CHECK(new_leader != leader);

@@ -160,6 +160,12 @@ TEST_CASE("suspect window: a latch told suspended has stopped leading, and after
     CHECK_FALSE(seen.awaited);
     CHECK_FALSE(seen.has);
     CHECK(seen.state == lock_state::uncertain);
+    // An async wait started while cut off completes only with a leadership that stands (the
+    // monitor looks again every 0.8 s meanwhile: each look must leave it waiting).
+    auto async_waited = std::make_shared<std::promise<zkr::error_code>>();
+    auto waited = async_waited->get_future();
+    a.async_await_leadership([async_waited](zkr::error_code ec) { async_waited->set_value(ec); });
+    CHECK(zkr::test::holds_throughout([&] { return waited.wait_for(0s) == std::future_status::timeout; }, 2s));
 
     // The session closed on the server while the client is away, well within the lease: back,
     // the latch leads on a new node of its new session, never on the old one.
@@ -171,6 +177,7 @@ TEST_CASE("suspect window: a latch told suspended has stopped leading, and after
     CHECK(ca.session_id() != old_session);
     CHECK(observer.exists(a.node_path()).stat.ephemeral_owner == ca.session_id());
     CHECK(queue_length(observer, path) == 1);
+    CHECK(get_within(waited, deadline, "the async wait") == zkr::error_code{});
     // Told in order: led, stopped as the connection went, leads again.
     REQUIRE(eventually([&] { return log.calls().size() >= 3; }, deadline));
     CHECK(log.calls() == std::vector<bool>{true, false, true});
@@ -280,7 +287,10 @@ TEST_CASE("suspect window: a hold reads held again once the C client is back, be
           "[mutex][issue33]") {
     const std::string connect = test_connect_string(), path = unique_path("suspect-back");
     zkr::testkit::proxy proxy(first_server(connect));
-    zkr::client c(test_options(proxy.address(), session_timeout));
+    // The longest session the kit's servers grant: while the session thread is held nothing
+    // renews the lease (its heartbeat runs there), so the reading rests on the lease from before
+    // the cut, 13 s of it.
+    zkr::client c(test_options(proxy.address(), 20'000ms));
     zkr::mutex m(c, path);
     auto hold = m.async_lock(boost::asio::use_future).get();
     suspended_reading reading(c, [&] { return hold.state(); });
@@ -317,4 +327,29 @@ TEST_CASE("suspect window: a leadership whose lease ran out while connected lead
     proxy.set_delay(0ms);
     CHECK(eventually([&] { return a.has_leadership() && a.await_leadership(0ms); }, deadline));
     CHECK(ca.session_count() == 1);  // one session throughout
+}
+
+// A handle given up after a session loss stays open until it has answered its requests, and its
+// C client may still report on it (reconnected to its old session, expired): such a late event
+// must not speak for the current handle's connection. Here the old handle's "connected" arrives
+// while the current one is going down (the C client, failing its backlog, still says connected).
+TEST_CASE("suspect window: a late event of a given-up handle does not make a hold of the current one read held",
+          "[mutex][issue33]") {
+    const std::string connect = test_connect_string(), path = unique_path("suspect-late-event");
+    zkr::testkit::proxy proxy(first_server(connect));
+    zkr::client c(test_options(proxy.address(), session_timeout));
+    c.wait_connected(deadline);
+    zkr::testkit::expire_session(c);  // the first handle (generation 0) is given up
+    c.wait_connected(deadline);
+    zkr::mutex m(c, path);
+    auto hold = m.async_lock(boost::asio::use_future).get();
+    REQUIRE(hold.state() == lock_state::held);
+    suspended_reading reading(c, [&] {
+        zkr::detail::client_access::impl(c)->note_handle_event(0, ZOO_CONNECTED_STATE);
+        return hold.state();
+    });
+    cut_under_backlog(c, proxy, path + "/absent");
+    CHECK(get_within(reading.future, deadline, "the suspended event") == lock_state::uncertain);
+    proxy.refuse_connections(false);
+    CHECK(eventually([&] { return hold.state() == lock_state::held; }, deadline));
 }

@@ -38,7 +38,8 @@ untaken-outcome-kept~recipes/toolkit/fsm_runner.hpp~        return hooks_.answer
 guard-checks-one-part~src/requests.cpp~zoo_check_op_init(&zoo_ops_[w + 1 + k], o.also[k].c_str(), any_version);~zoo_check_op_init(&zoo_ops_[w + 1 + k], o.path.c_str(), any_version);~integration:multi-lock: the async form*
 suspended-read-as-connected~src/client_impl.cpp~    if (live != ZOO_CONNECTED_STATE || c_client_down_.load() == ((generation_ << 1) | 1)) return session_health::suspect;~    if (live != ZOO_CONNECTED_STATE) return session_health::suspect;~integration:[issue33]
 health-from-report~src/client_impl.cpp~    if (live != ZOO_CONNECTED_STATE || c_client_down_.load() == ((generation_ << 1) | 1)) return session_health::suspect;~    if (live != ZOO_CONNECTED_STATE || !connected_.load()) return session_health::suspect;~integration:[issue33]
-latch-leads-while-uncertain~recipes/leader/leader_latch.cpp~    bool leading_now_locked() const { return leadership_ && holds_->state_of(*leadership_) == lock_state::held; }~    bool leading_now_locked() const { return leadership_ && holds_->state_of(*leadership_) != lock_state::lost; }~integration:[issue33]
+late-event-of-old-handle~src/session_lifecycle.cpp~    while ((seen >> 1) <= generation && !c_client_down_.compare_exchange_weak(seen, mine)) {~    while (!c_client_down_.compare_exchange_weak(seen, mine)) {~integration:[issue33]
+latch-leads-while-uncertain~recipes/leader/leader_latch.cpp~            now = read == lock_state::held;~            now = read != lock_state::lost;~integration:[issue33]
 latch-await-from-flag~recipes/leader/leader_latch.cpp~        return !closed_ && leading_ && leading_now_locked();~        return leading_;~integration:[issue33]
 uncertain-not-rechecked~recipes/toolkit/hold_monitor.cpp~    } else if (state == lock_state::uncertain) {~    } else if (false) {~integration:suspect window: a leadership whose lease*
 EOF

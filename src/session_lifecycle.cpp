@@ -228,7 +228,12 @@ std::size_t client_impl::handle_contexts() const {
 }
 
 void client_impl::note_handle_event(std::uint64_t generation, int zstate) noexcept {
-    c_client_down_.store((generation << 1) | (zstate == ZOO_CONNECTED_STATE ? 0 : 1));
+    // Never for an older handle than the one recorded: a given-up handle stays open until it has
+    // answered its requests, and its late events must not speak for the new one's connection.
+    const std::uint64_t mine = (generation << 1) | (zstate == ZOO_CONNECTED_STATE ? 0 : 1);
+    std::uint64_t seen = c_client_down_.load();
+    while ((seen >> 1) <= generation && !c_client_down_.compare_exchange_weak(seen, mine)) {
+    }
 }
 
 void client_impl::on_handle_event(std::uint64_t generation, int zstate) {

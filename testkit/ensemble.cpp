@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -21,6 +22,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <random>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -108,16 +110,18 @@ struct wait_result {
 };
 
 // Waits until its owner is gone — the end of its input (this process) or, with an owner pid and
-// its start time, that process — then stops the servers still running in DIR and removes DIR.
+// its start time, that process — then, if DIR still holds the ensemble it was started for (its
+// instance), stops the servers running there and removes DIR (or keeps it: $3 = keep).
+// Arguments: DIR INSTANCE keep|remove [OWNER_PID OWNER_START].
 constexpr const char* watchdog_script = R"sh(
-owner=$2 owner_start=$3
+owner=$4 owner_start=$5
 if [ -n "$owner" ]; then
   started() { sed 's/.*) //' "/proc/$owner/stat" 2>/dev/null | cut -d' ' -f20; }
   while [ -d "$1" ] && [ "$(started)" = "$owner_start" ]; do sleep 1; done
 else
   while read -r _; do :; done
 fi
-[ -d "$1" ] || exit 0
+[ "$(cat "$1/instance" 2>/dev/null)" = "$2" ] || exit 0
 for f in "$1"/s*/pid; do
   [ -r "$f" ] || continue
   p=$(cat "$f")
@@ -125,7 +129,7 @@ for f in "$1"/s*/pid; do
     *"$1/"*) kill -CONT "$p" 2>/dev/null; kill -KILL "$p" 2>/dev/null ;;
   esac
 done
-rm -rf "$1"
+[ "$3" = keep ] || rm -rf "$1"
 )sh";
 
 }  // namespace
@@ -137,10 +141,13 @@ struct ensemble::impl {
     std::string dir;
     int servers = 0;
     std::vector<int> ports;  // client ports
-    bool owned = true;       // destruction stops the servers and removes the directory
+    std::atomic<bool> owned{true};  // destruction stops the servers and removes the directory
+    std::string instance;    // this start's token in DIR/instance: watchdogs act for it alone
+    bool ready = false;      // started (or attached): a start that threw cleaned up after itself
     mutable std::mutex control;  // one server-control operation at a time
     int watchdog_fd = -1;
     pid_t watchdog_pid = -1;
+    pid_t owner_watchdog_pid = -1;
 
     std::string server_dir(int i) const { return dir + "/s" + std::to_string(i); }
     std::string marker(int i) const { return server_dir(i) + "/zoo.cfg"; }
@@ -248,7 +255,9 @@ struct ensemble::impl {
             log << "===== zkr::testkit: starting server " << i << "\n";
         }
         pid_t pid = detail::spawn(command, sdir, sdir + "/server.log");
-        write_file(sdir + "/pid", std::to_string(pid) + "\n");
+        // Whole or not at all, for readers without the control lock (running(), leader()).
+        write_file(sdir + "/pid.new", std::to_string(pid) + "\n");
+        fs::rename(sdir + "/pid.new", sdir + "/pid");
     }
 
     // SIGTERM (SIGKILL for a kill), then SIGKILL after the bound; returns once it is gone.
@@ -268,6 +277,7 @@ struct ensemble::impl {
                                              ") survived SIGKILL");
             }
         }
+        detail::reap(pid);  // one that exited on its own (a bad setting, a port taken) is a zombie of ours
         std::error_code ec;
         fs::remove(server_dir(i) + "/pid", ec);
     }
@@ -338,6 +348,8 @@ struct ensemble::impl {
             dir = fs::absolute(options.directory).lexically_normal().string();
             while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
             fs::create_directories(dir);
+            if (!fs::is_empty(dir) && !fs::exists(dir + "/servers"))
+                throw std::runtime_error("zkr::testkit: " + dir + " is not empty and holds no ensemble: not touched");
             // Servers left running here by an earlier start (a crashed run): stopped by pid file.
             if (fs::exists(dir + "/servers")) {
                 servers = std::max(servers, std::stoi(trim(read_file(dir + "/servers"))));
@@ -368,7 +380,9 @@ struct ensemble::impl {
         std::string field, started;
         for (int k = 0; k < 20 && fields >> field; ++k) started = field;  // field 22 of stat: its start time
         int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-        detail::spawn_with_input({"/bin/sh", "-c", watchdog_script, "zkr-testkit-watchdog", dir, std::to_string(owner), started}, null);
+        owner_watchdog_pid = detail::spawn_with_input({"/bin/sh", "-c", watchdog_script, "zkr-testkit-watchdog", dir, instance,
+                                                       keep() ? "keep" : "remove", std::to_string(owner), started},
+                                                      null);
         ::close(null);
     }
 
@@ -376,7 +390,8 @@ struct ensemble::impl {
         int fds[2];
         if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("zkr::testkit: pipe2 failed");
         try {
-            watchdog_pid = detail::spawn_with_input({"/bin/sh", "-c", watchdog_script, "zkr-testkit-watchdog", dir}, fds[0]);
+            watchdog_pid = detail::spawn_with_input(
+                {"/bin/sh", "-c", watchdog_script, "zkr-testkit-watchdog", dir, instance, keep() ? "keep" : "remove"}, fds[0]);
         } catch (...) {
             ::close(fds[0]);
             ::close(fds[1]);
@@ -390,17 +405,19 @@ struct ensemble::impl {
         if (watchdog_pid > 0 && kill_it) ::kill(watchdog_pid, SIGKILL);
         if (watchdog_fd >= 0) ::close(watchdog_fd);  // end of input: it cleans up what is left, then exits
         watchdog_fd = -1;
-        if (watchdog_pid > 0) {
-            int status = 0;
-            while (::waitpid(watchdog_pid, &status, 0) < 0 && errno == EINTR) {
-            }
+        // Bounded: a child forked elsewhere in this process that has not exec'd yet may hold the
+        // pipe a moment longer.
+        if (watchdog_pid > 0 && !detail::wait_gone(watchdog_pid, "zkr-testkit-watchdog", std::chrono::milliseconds(5000))) {
+            ::kill(watchdog_pid, SIGKILL);
+            detail::wait_gone(watchdog_pid, "zkr-testkit-watchdog", std::chrono::milliseconds(5000));
         }
         watchdog_pid = -1;
     }
 
+    bool keep() const { return options.keep_directory || env("ZKR_TESTKIT_KEEP") == "1"; }
+
     void remove_directory() {
-        bool keep = options.keep_directory || env("ZKR_TESTKIT_KEEP") == "1";
-        if (keep || dir.empty()) return;
+        if (keep() || dir.empty()) return;
         std::error_code ec;
         fs::remove_all(dir, ec);
     }
@@ -435,6 +452,10 @@ struct ensemble::impl {
         make_directory();
         servers = options.servers;
         try {
+            std::ostringstream token;
+            token << std::hex << std::random_device{}() << std::random_device{}() << ::getpid();
+            instance = token.str();
+            write_file(dir + "/instance", instance + "\n");
             start_watchdog();
             std::vector<int> all(static_cast<std::size_t>(servers));
             for (int i = 0; i < servers; ++i) all[static_cast<std::size_t>(i)] = i;
@@ -454,6 +475,7 @@ struct ensemble::impl {
             for (int i = 0; i < servers; ++i) connect += (i ? "," : "") + address(i);
             write_file(dir + "/connect", connect + "\n");
             if (options.owner_pid > 0) start_owner_watchdog(options.owner_pid);
+            ready = true;
         } catch (...) {
             stop_all(true);
             stop_watchdog(true);
@@ -472,16 +494,21 @@ struct ensemble::impl {
         for (auto& host : detail::connect_string_hosts(trim(read_file(dir + "/connect"))))
             ports.push_back(std::stoi(host.substr(host.rfind(':') + 1)));
         if (static_cast<int>(ports.size()) != servers) throw std::runtime_error("zkr::testkit: " + dir + "/connect does not name every server");
+        ready = true;
     }
 
     ~impl() {
-        if (external) return;
+        if (external || !ready) return;
         if (owned) {
             stop_all(false);
-            stop_watchdog(false);
+            stop_watchdog(keep());  // kept: it must not remove the directory either
             remove_directory();
+            if (owner_watchdog_pid > 0) {
+                ::kill(owner_watchdog_pid, SIGKILL);
+                detail::wait_gone(owner_watchdog_pid, "zkr-testkit-watchdog", std::chrono::milliseconds(5000));
+            }
         } else {
-            stop_watchdog(true);
+            stop_watchdog(true);  // the owner's watchdog, if any, stays: the servers outlive us
         }
     }
 };

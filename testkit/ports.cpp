@@ -5,7 +5,6 @@
 #include <netinet/in.h>
 #include <sys/file.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -21,8 +20,10 @@
 namespace zkr::testkit::detail {
 namespace {
 
-constexpr const char* lock_file = "/tmp/zkr-testkit-ports.lock";
-constexpr const char* reservation_file = "/tmp/zkr-testkit-ports.reserved";
+// One pair per user: /tmp's sticky bit (and fs.protected_regular) keeps users out of each other's
+// files; servers of two users that pick the same port meet the bind clash retry instead.
+std::string lock_file() { return "/tmp/zkr-testkit-ports-" + std::to_string(::getuid()) + ".lock"; }
+std::string reservation_file() { return "/tmp/zkr-testkit-ports-" + std::to_string(::getuid()) + ".reserved"; }
 
 // Local ports in any state (listening, connected, TIME_WAIT) from /proc/net/tcp and tcp6.
 std::set<int> ports_in_use() {
@@ -60,11 +61,10 @@ bool bindable(int port) {
 class file_lock {
 public:
     file_lock() {
-        fd_ = ::open(lock_file, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-        if (fd_ < 0) throw std::runtime_error(std::string("zkr::testkit: cannot open ") + lock_file + ": " + std::strerror(errno));
-        ::fchmod(fd_, 0666);  // shared by every user's tests on the machine
+        fd_ = ::open(lock_file().c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        if (fd_ < 0) throw std::runtime_error("zkr::testkit: cannot open " + lock_file() + ": " + std::strerror(errno));
         while (::flock(fd_, LOCK_EX) != 0) {
-            if (errno != EINTR) throw std::runtime_error(std::string("zkr::testkit: cannot lock ") + lock_file);
+            if (errno != EINTR) throw std::runtime_error("zkr::testkit: cannot lock " + lock_file());
         }
     }
     ~file_lock() { ::close(fd_); }
@@ -85,7 +85,7 @@ std::vector<int> pick_ports(const std::string& directory, int count) {
     // Reservations of directories that still exist (another ensemble's, running or starting).
     std::string kept;
     {
-        std::ifstream in(reservation_file);
+        std::ifstream in(reservation_file());
         std::string line;
         while (std::getline(in, line)) {
             auto tab = line.find('\t');
@@ -103,6 +103,9 @@ std::vector<int> pick_ports(const std::string& directory, int count) {
     }
     int first = 10000, last = lo - 1;
     if (lo <= 12000) first = hi + 1, last = 65000;
+    if (last - first < 1000)
+        throw std::runtime_error("zkr::testkit: the ephemeral port range " + std::to_string(lo) + "-" + std::to_string(hi) +
+                                 " leaves no room for servers' ports (below it from 10000, or above it to 65000)");
     std::mt19937 random{std::random_device{}()};
     std::uniform_int_distribution<int> pick(first, last);
     std::vector<int> ports;
@@ -114,13 +117,12 @@ std::vector<int> pick_ports(const std::string& directory, int count) {
         if (bindable(p)) ports.push_back(p);
     }
     for (int p : ports) kept += std::to_string(p) + "\t" + directory + "\n";
-    std::string temporary = std::string(reservation_file) + ".tmp." + std::to_string(::getpid());
+    std::string temporary = reservation_file() + ".tmp." + std::to_string(::getpid());
     {
         std::ofstream out(temporary, std::ios::trunc);
         out << kept;
     }
-    ::chmod(temporary.c_str(), 0666);
-    std::filesystem::rename(temporary, reservation_file);
+    std::filesystem::rename(temporary, reservation_file());
     return ports;
 }
 

@@ -100,7 +100,8 @@ struct connection {
     bool closed = false;
     bool reply_to_lose = false;  // lose_next_reply matched a request on this connection
     std::int32_t lose_xid = 0;
-    bool cutting = false;  // its lost reply's cut is delayed: nothing more is forwarded
+    bool cutting = false;           // a cut is on its way: nothing more is forwarded
+    bool close_when_drained = false;  // the cut is due: close once what came before is written
 };
 
 }  // namespace
@@ -163,9 +164,7 @@ struct proxy::impl {
                     auto chunk = std::move(s.delayed.front());
                     s.delayed.pop_front();
                     if (chunk.cut) {
-                        s.out += chunk.bytes;
-                        flush(dst, s);
-                        close_conn(c);
+                        c.close_when_drained = true;
                         break;
                     }
                     s.out += chunk.bytes;
@@ -179,14 +178,22 @@ struct proxy::impl {
         return next;
     }
 
-    // Delay set to zero: what is held goes out now, in order.
+    // Delay set to zero: what is held is due now (the loop sends it, unless partitioned).
     void release_all() {
         for (auto& c : conns) {
             for (auto* s : {&c.c2s, &c.s2c}) {
                 for (auto& chunk : s->delayed) chunk.due = clock_type::time_point::min();
             }
         }
-        release_due();
+    }
+
+    // Closes a cut connection once what came before the cut is written (a slow reader's socket
+    // may not have taken it all at once).
+    void close_drained() {
+        for (auto& c : conns) {
+            if (c.closed || !c.close_when_drained) continue;
+            if (c.s2c.pending_out() == 0 && c.c2s.pending_out() == 0) close_conn(c);
+        }
     }
 
     void wake() {
@@ -305,13 +312,13 @@ struct proxy::impl {
                 lost.fetch_add(1);
                 // Deliver what came before the reply, then cut the connection (when what came
                 // before is due, if that is held).
-                if (delay_ns.load() == 0 && s.delayed.empty()) {
-                    flush(c.client_fd, c.s2c);
-                    close_conn(c);
-                    return false;
-                }
-                s.delayed.push_back({clock_type::now() + std::chrono::nanoseconds(delay_ns.load()), {}, true});
                 c.cutting = true;
+                if (delay_ns.load() == 0 && s.delayed.empty()) {
+                    c.close_when_drained = true;
+                    flush(c.client_fd, c.s2c);
+                } else {
+                    s.delayed.push_back({clock_type::now() + std::chrono::nanoseconds(delay_ns.load()), {}, true});
+                }
                 s.compact();
                 return false;
             }
@@ -465,6 +472,7 @@ struct proxy::impl {
                     if (rev & (POLLIN | POLLHUP | POLLERR)) on_readable(c, from_client);
                 }
             }
+            close_drained();
             conns.remove_if([](const connection& c) { return c.closed; });
         }
         for (auto& c : conns) close_conn(c);

@@ -7,8 +7,9 @@
 // Threads: joins, answers and losses run wherever the toolkit runs them (the C client's
 // completion thread, the session thread); listeners and handlers are posted to the client's
 // executor, through a strand so that they run in order. Lock order: latch_impl::mutex_ before
-// the toolkit's leaf mutexes and the session's live health read (hold_registry::state_of); nothing
-// that sends a request or runs user code is called under it.
+// the toolkit's leaf mutexes and the session's live health read (hold_registry::state_of); the
+// listeners' calls are posted under it (a post runs nothing here); nothing that sends a request or
+// runs user code is called under it.
 #include "zkr/leader_latch.hpp"
 
 #include "toolkit/cleanup.hpp"
@@ -53,7 +54,8 @@ public:
         std::weak_ptr<latch_impl> weak = weak_from_this();
         // Suspended, reconnected, past the lease: leadership follows the connection, read live.
         monitor_ = std::make_shared<hold_monitor>(port, holds_, [weak] {
-            if (auto self = weak.lock()) self->refresh();
+            auto self = weak.lock();
+            return self ? self->refresh() : lock_state::not_held;
         });
         monitor_->attach(port);
     }
@@ -75,7 +77,6 @@ public:
     void close(close_mode mode) {
         std::shared_ptr<runner> r;
         std::shared_ptr<hold> h;
-        bool was_leading;
         std::map<std::uint64_t, completion<>> waiters;
         {
             std::lock_guard lock(mutex_);
@@ -84,8 +85,9 @@ public:
             ++generation_;
             r = std::exchange(runner_, nullptr);
             h = std::exchange(leadership_, nullptr);
-            was_leading = std::exchange(leading_, false);
+            bool was_leading = std::exchange(leading_, false);
             waiters.swap(await_waiters_);
+            if (mode == close_mode::notify_leader && was_leading) notify_locked(false);
         }
         leading_changed_.notify_all();
         // Our node goes either way: the queued one with its acquisition, the leading one here.
@@ -98,7 +100,6 @@ public:
         monitor_->stop();
         asio::post(threads_->session, [self = shared_from_this()] { self->retry_timer_.cancel(); });
         for (auto& [key, w] : waiters) w(make_error_code(errc::cancelled));
-        if (mode == close_mode::notify_leader && was_leading) notify(false);
     }
 
     bool await_for(std::chrono::milliseconds timeout) {
@@ -314,34 +315,37 @@ private:
     }
 
     // Reads the leadership live and tells whoever waits or listens what changed (the monitor calls
-    // it whenever that may have changed). Read under the mutex: calls on two threads (a session
-    // event, a join answered) must not let the earlier reading be written last.
-    void refresh() {
+    // it whenever that may have changed); returns what it read. Read, and the listeners' call
+    // posted, under the mutex: calls on two threads (a session event, a join answered) must not
+    // let the earlier reading be written, or told, last.
+    lock_state refresh() {
+        lock_state read;
         bool now, changed;
         std::map<std::uint64_t, completion<>> waiters;
         {
             std::lock_guard lock(mutex_);
-            if (closed_) return;
-            now = leading_now_locked();
+            if (closed_) return lock_state::not_held;
+            read = leadership_ ? holds_->state_of(*leadership_) : lock_state::not_held;
+            now = read == lock_state::held;
             changed = now != leading_;
             leading_ = now;
             if (now) waiters.swap(await_waiters_);
+            if (changed) notify_locked(now);
         }
         if (changed || now) leading_changed_.notify_all();
-        if (changed) notify(now);
         for (auto& [key, w] : waiters) w({});
+        return read;
     }
 
     // Under the mutex: whether the current leadership is held now, read live.
     bool leading_now_locked() const { return leadership_ && holds_->state_of(*leadership_) == lock_state::held; }
 
-    void notify(bool leadership) {
+    // Under the mutex: posts the listeners' calls to the strand (a post never runs them here), so
+    // they run in the order of the readings that made them.
+    void notify_locked(bool leadership) {
         std::vector<std::shared_ptr<listener>> calls;
-        {
-            std::lock_guard lock(mutex_);
-            for (auto& [key, l] : listeners_) {
-                if (l->leadership == leadership) calls.push_back(l);
-            }
+        for (auto& [key, l] : listeners_) {
+            if (l->leadership == leadership) calls.push_back(l);
         }
         if (calls.empty()) return;
         asio::post(strand_, [calls = std::move(calls), path = path_] {

@@ -65,7 +65,8 @@ public:
     void attach(session_port& port) {
         std::weak_ptr<selector_impl> weak = weak_from_this();
         monitor_ = std::make_shared<hold_monitor>(port, holds_, [weak] {
-            if (auto self = weak.lock()) self->refresh();
+            auto self = weak.lock();
+            return self ? self->refresh() : lock_state::not_held;
         });
         monitor_->attach(port);
     }
@@ -299,19 +300,22 @@ private:
 
     // The monitor, or the hold's loss (the session thread, or wherever the registry learns of
     // it): a term whose leadership is not held any more must stop. The stop itself is requested
-    // on the strand: it runs the work's stop callbacks, user code.
-    void refresh() {
+    // on the strand: it runs the work's stop callbacks, user code. Returns what it read.
+    lock_state refresh() {
         std::shared_ptr<term> t;
         {
             std::lock_guard lock(mutex_);
             t = term_;
         }
-        if (!t || holds_->state_of(*t->h) == lock_state::held) return;
+        if (!t) return lock_state::not_held;
+        auto read = holds_->state_of(*t->h);
+        if (read == lock_state::held) return read;
         {
             std::lock_guard lock(mutex_);
-            if (term_ != t || !(t = begin_stop_locked())) return;
+            if (term_ != t || !(t = begin_stop_locked())) return read;
         }
         asio::post(strand_, [self = shared_from_this(), t] { self->request_stop(*t); });
+        return read;
     }
 
     // Under the mutex: marks the running term stopping; returns it unless there is none or it

@@ -7,7 +7,7 @@
 namespace zkr::detail {
 namespace asio = boost::asio;
 
-hold_monitor::hold_monitor(session_port& port, std::shared_ptr<hold_registry> holds, std::function<void()> on_change)
+hold_monitor::hold_monitor(session_port& port, std::shared_ptr<hold_registry> holds, std::function<lock_state()> on_change)
     : port_(port.weak_port()),
       threads_(port.threads()),
       holds_(std::move(holds)),
@@ -56,11 +56,10 @@ void hold_monitor::changed() {
         if (stopped_) return;
         h = hold_;
     }
-    on_change_();
+    auto state = on_change_();
     if (!h) return;
     // While it is held, look again when its lease ends; while it is uncertain, every tenth of a
     // session timeout (its lease may come back with no event).
-    auto state = holds_->state_of(*h);
     if (state == lock_state::held) {
         arm(holds_->valid_until(*h));
     } else if (state == lock_state::uncertain) {

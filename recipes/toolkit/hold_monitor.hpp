@@ -8,7 +8,9 @@
 // server, a slow network) comes back with the next answer, and no event says so.
 //
 // Threads: the callback runs on the session thread (events, the lease timer) or wherever the hold
-// registry learns of a loss; it must not block nor call user code.
+// registry learns of a loss; it must not block nor call user code. It returns the standing it
+// read and acted on, and the monitor looks again by that reading (not by one of its own, which
+// could differ and leave the recipe's reading unchecked for a whole lease).
 #pragma once
 
 #include "hold.hpp"
@@ -23,7 +25,7 @@ namespace zkr::detail {
 
 class hold_monitor : public std::enable_shared_from_this<hold_monitor> {
 public:
-    hold_monitor(session_port& port, std::shared_ptr<hold_registry> holds, std::function<void()> on_change);
+    hold_monitor(session_port& port, std::shared_ptr<hold_registry> holds, std::function<lock_state()> on_change);
     /// Subscribes to session events (call once, after construction).
     void attach(session_port& port);
 
@@ -41,7 +43,7 @@ private:
     std::weak_ptr<session_port> port_;  // for the session timeout
     std::shared_ptr<runtime> threads_;  // the timer's io_context
     std::shared_ptr<hold_registry> holds_;
-    std::function<void()> on_change_;
+    std::function<lock_state()> on_change_;
     subscription session_subscription_;
     mutable std::mutex mutex_;  // a leaf
     std::shared_ptr<hold> hold_;

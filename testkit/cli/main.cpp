@@ -91,6 +91,8 @@ int main(int argc, char** argv) {
             if (std::filesystem::exists(std::filesystem::path(args[1]) / "servers")) {
                 auto e = zkr::testkit::ensemble::attach(args[1]);
                 for (int i = 0; i < e.size(); ++i) e.stop(i);
+            } else if (!std::filesystem::is_empty(args[1])) {
+                return fail(args[1] + " holds no ensemble: not removed");
             }
             std::filesystem::remove_all(args[1]);
             return 0;

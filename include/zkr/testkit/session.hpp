@@ -46,6 +46,8 @@ ZKR_TESTKIT_EXPORT void close_session(const std::string& connect, const session_
 
 /// Keeps the session `s` alive from a second handle until destroyed, so that the server does not
 /// expire it while its own client cannot reach the server; destruction closes it on the server.
+/// Join it once the client is cut off: a client that can still reach the server takes its
+/// session back (the server closes the other connection each time a handle joins a session).
 class ZKR_TESTKIT_EXPORT session_keeper {
 public:
     /// Joins the session through `connect`. Throws std::runtime_error when no server answers

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <functional>
 #include <iostream>
+#include <string>
 #include <thread>
 
 using namespace std::chrono_literals;
@@ -42,7 +43,13 @@ zkr::client_options options(const std::string& connect, std::chrono::millisecond
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+    // --link-check: loaded and linked, nothing run (the second build of it, by pkg-config).
+    if (argc > 1 && std::string(argv[1]) == "--link-check") {
+        zkr::testkit::proxy p("127.0.0.1:2181");
+        std::cout << "zkr " << zkr::version() << ", a zkr::testkit::proxy on " << p.address() << "\n";
+        return 0;
+    }
     auto t0 = std::chrono::steady_clock::now();
     zkr::testkit::ensemble zk(3);
     std::cout << "3 servers serving after "
