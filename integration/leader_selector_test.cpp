@@ -154,6 +154,10 @@ TEST_CASE("leader selector: the work's stop callbacks run on the client's execut
         started = true;
         changed.notify_all();
         changed.wait(lock, stop, [] { return false; });
+        // The stop wakes this wait through a stop callback of its own, which may run before ours:
+        // returning now would unregister ours before it ran (a stop_callback destroyed before it
+        // is invoked never is), and the test would wait for it in vain.
+        changed.wait_for(lock, 10s, [&] { return !callback_thread.empty(); });
         stopped = true;
         changed.notify_all();
     }, {.auto_requeue = false});

@@ -15,6 +15,7 @@
 #include "client_impl.hpp"
 #include "zkr/client.hpp"
 #include "zkr/leader_latch.hpp"
+#include "zkr/leader_selector.hpp"
 #include "zkr/mutex.hpp"
 #include "zkr/semaphore.hpp"
 
@@ -24,6 +25,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <functional>
 #include <future>
 #include <memory>
@@ -352,4 +354,36 @@ TEST_CASE("suspect window: a late event of a given-up handle does not make a hol
     CHECK(get_within(reading.future, deadline, "the suspended event") == lock_state::uncertain);
     proxy.refuse_connections(false);
     CHECK(eventually([&] { return hold.state() == lock_state::held; }, deadline));
+}
+
+// The same silent lapse, for a selector: its term must be told to stop once its lease ends, with
+// no session event to say so (the hold monitor's lease timer, armed as the term begins).
+TEST_CASE("suspect window: a selector's term is stopped when its lease runs out while connected",
+          "[leader_selector][issue33]") {
+    const std::string connect = test_connect_string(), path = unique_path("suspect-selector-lease");
+    zkr::testkit::proxy proxy(first_server(connect));
+    zkr::client c(test_options(proxy.address(), 4000ms));
+    std::mutex mutex;
+    std::condition_variable_any changed;
+    bool started = false, stopped = false;
+    zkr::leader_selector s(c, path, "s", [&](std::stop_token stop) {
+        std::unique_lock lock(mutex);
+        started = true;
+        changed.notify_all();
+        changed.wait(lock, stop, [] { return false; });
+        stopped = true;
+        changed.notify_all();
+    }, {.auto_requeue = false});
+    s.start();
+    {
+        std::unique_lock lock(mutex);
+        REQUIRE(changed.wait_for(lock, deadline, [&] { return started; }));
+    }
+    proxy.set_delay(1000ms);  // answers 2 s late on a 4 s session: the lease lapses, the client stays connected
+    {
+        std::unique_lock lock(mutex);
+        CHECK(changed.wait_for(lock, deadline, [&] { return stopped; }));
+    }
+    CHECK(c.session_count() == 1);
+    proxy.set_delay(0ms);
 }

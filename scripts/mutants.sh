@@ -41,7 +41,8 @@ health-from-report~src/client_impl.cpp~    if (live != ZOO_CONNECTED_STATE || c_
 late-event-of-old-handle~src/session_lifecycle.cpp~    while ((seen >> 1) <= generation && !c_client_down_.compare_exchange_weak(seen, mine)) {~    while (!c_client_down_.compare_exchange_weak(seen, mine)) {~integration:[issue33]
 latch-leads-while-uncertain~recipes/leader/leader_latch.cpp~            now = read == lock_state::held;~            now = read != lock_state::lost;~integration:[issue33]
 latch-await-from-flag~recipes/leader/leader_latch.cpp~        return !closed_ && leading_ && leading_now_locked();~        return leading_;~integration:[issue33]
-uncertain-not-rechecked~recipes/toolkit/hold_monitor.cpp~    } else if (state == lock_state::uncertain) {~    } else if (false) {~integration:suspect window: a leadership whose lease*
+uncertain-not-rechecked~recipes/toolkit/hold_monitor.cpp~    if (acted_on == lock_state::uncertain || now == lock_state::uncertain) {~    if (false) {~integration:suspect window: a leadership whose lease*
+lease-end-not-watched~recipes/toolkit/hold_monitor.cpp~    } else if (now == lock_state::held) {~    } else if (false) {~integration:suspect window: a selector's term is stopped*
 EOF
 )
 

@@ -56,16 +56,18 @@ void hold_monitor::changed() {
         if (stopped_) return;
         h = hold_;
     }
-    auto state = on_change_();
+    const auto acted_on = on_change_();
     if (!h) return;
-    // While it is held, look again when its lease ends; while it is uncertain, every tenth of a
-    // session timeout (its lease may come back with no event).
-    if (state == lock_state::held) {
-        arm(holds_->valid_until(*h));
-    } else if (state == lock_state::uncertain) {
+    // While it is uncertain — as the recipe read it, or as it is now — look again every tenth of
+    // a session timeout (its lease may come back with no event); while it is held, when its lease
+    // ends. (The recipe may have read nothing: a term not yet public reads not_held.)
+    const auto now = holds_->state_of(*h);
+    if (acted_on == lock_state::uncertain || now == lock_state::uncertain) {
         auto port = port_.lock();
         auto every = port ? std::max(port->session_timeout() / 10, std::chrono::milliseconds(20)) : std::chrono::milliseconds(100);
         arm(std::chrono::steady_clock::now() + every);
+    } else if (now == lock_state::held) {
+        arm(holds_->valid_until(*h));
     }
 }
 

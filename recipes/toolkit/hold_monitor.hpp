@@ -9,8 +9,8 @@
 //
 // Threads: the callback runs on the session thread (events, the lease timer) or wherever the hold
 // registry learns of a loss; it must not block nor call user code. It returns the standing it
-// read and acted on, and the monitor looks again by that reading (not by one of its own, which
-// could differ and leave the recipe's reading unchecked for a whole lease).
+// read and acted on: the monitor looks again soon if that, or the hold now, is uncertain (the
+// two readings may differ, and the recipe's must not stand unchecked for a whole lease).
 #pragma once
 
 #include "hold.hpp"
