@@ -43,6 +43,14 @@ latch-leads-while-uncertain~recipes/leader/leader_latch.cpp~            now = re
 latch-await-from-flag~recipes/leader/leader_latch.cpp~        return !closed_ && leading_ && leading_now_locked();~        return leading_;~integration:[issue33]
 uncertain-not-rechecked~recipes/toolkit/hold_monitor.cpp~    if (acted_on == lock_state::uncertain || now == lock_state::uncertain) {~    if (false) {~integration:suspect window: a leadership whose lease*
 lease-end-not-watched~recipes/toolkit/hold_monitor.cpp~    } else if (now == lock_state::held) {~    } else if (false) {~integration:suspect window: a selector's term is stopped*
+cache-compares-version~recipes/cache/tree_sync.cpp~        } else if (stat.mzxid > e->stat.mzxid) {~        } else if (stat.version > e->stat.version) {~unit:[tree_sync]
+cache-listing-keeps-gone~recipes/cache/tree_sync.cpp~        for (const auto& name : gone) remove_subtree(child_path(parent, name));~        (void)gone;~unit:[tree_sync]
+cache-initialized-early~recipes/cache/tree_sync.cpp~ || !failed_.empty()) return;~) return;~unit:[tree_sync]
+cache-no-resync~recipes/cache/tree_cache.cpp~                        sync_.new_session();~                        (void)0;~integration:tree cache: after a session loss*
+cache-close-keeps-watches~recipes/cache/tree_cache.cpp~            for (auto& [raw, ws] : armed_) armed.push_back(ws);~            (void)armed;~integration:tree cache: close removes*
+node-adopts-foreign~recipes/nodes/persistent_node.cpp~        if (owner == current || owner == 0) {~        if (true) {~integration:persistent node: another session's node*
+node-sequence-not-kept~recipes/nodes/persistent_node.cpp~    create_mode creation_mode_locked() const { return actual_.empty() ? mode_ : without_sequence(mode_); }~    create_mode creation_mode_locked() const { return mode_; }~integration:persistent node: a sequential node keeps*
+node-not-made-on-new-session~recipes/nodes/persistent_node.cpp~                self->ensure();  // a new session: our ephemeral node is going, every watch is gone~                (void)0;~integration:persistent node: back after its session expires*
 EOF
 )
 

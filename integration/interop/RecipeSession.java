@@ -85,6 +85,11 @@
 //                                         then cancels leadership, as LeaderSelectorListenerAdapter
 //                                         does (the leader sees `ended TERM interrupted`)
 //
+//  GroupMember (new GroupMember(client, PATH, ID, PAYLOAD), start())
+//   group-start NAME PATH ID PAYLOAD      -> (nothing)          after start() returned
+//   group-members NAME                    -> COUNT (ID PAYLOAD)...  getCurrentMembers(), by id
+//   close NAME                            close(): its node is deleted
+//
 //  InterProcessSemaphoreV2
 //   sem-create NAME PATH max MAX [DATA]   new InterProcessSemaphoreV2(client, PATH, MAX)
 //   sem-create NAME PATH count COUNT_NAME [DATA]   ... (client, PATH, <SharedCount COUNT_NAME>)
@@ -160,6 +165,7 @@ import org.apache.curator.framework.recipes.locks.InterProcessMultiLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
+import org.apache.curator.framework.recipes.nodes.GroupMember;
 import org.apache.curator.framework.recipes.shared.SharedCount;
 import org.apache.curator.framework.recipes.shared.SharedCountListener;
 import org.apache.curator.framework.recipes.shared.SharedCountReader;
@@ -474,6 +480,21 @@ final class RecipeSession {
             }
             event(name, "closing");
             latch.close(mode);
+        }
+    }
+
+    // ------------------------------------------------------------------ GroupMember
+    static final class GroupObj extends Obj {
+        final GroupMember member;
+
+        GroupObj(String name, String path, String id, byte[] payload) {
+            super(name);
+            member = new GroupMember(client, path, id, payload);
+        }
+
+        @Override
+        void close(String arg) throws Exception {
+            member.close();
         }
     }
 
@@ -839,6 +860,30 @@ final class RecipeSession {
                 need(a, 1, 1, "latch-participants NAME");
                 LatchObj o = get(a[2], LatchObj.class);
                 onPool(tag, () -> participants(o.latch.getParticipants()));
+                return;
+            }
+
+            // ---- GroupMember
+            case "group-start": {
+                need(a, 4, 4, "group-start NAME PATH ID PAYLOAD");
+                GroupObj o = new GroupObj(a[2], a[3], dec(a[4]), dec(a[5]).getBytes(StandardCharsets.UTF_8));
+                register(o);
+                onActor(o, tag, () -> {
+                    o.member.start();
+                    return null;
+                });
+                return;
+            }
+            case "group-members": {
+                need(a, 1, 1, "group-members NAME");
+                GroupObj o = get(a[2], GroupObj.class);
+                onPool(tag, () -> {
+                    List<String> out = new ArrayList<>();
+                    for (Map.Entry<String, byte[]> e : new java.util.TreeMap<>(o.member.getCurrentMembers()).entrySet()) {
+                        out.add(enc(e.getKey()) + " " + enc(e.getValue()));
+                    }
+                    return out.size() + (out.isEmpty() ? "" : " " + String.join(" ", out));
+                });
                 return;
             }
 

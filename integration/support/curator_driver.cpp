@@ -345,6 +345,23 @@ std::vector<curator_participant> curator_session::latch_participants(const std::
     return parse_participants(call("latch-participants " + name));
 }
 
+// ------------------------------------------------------------------ GroupMember
+
+void curator_session::group_start(const std::string& name, const std::string& path, const std::string& id,
+                                  const std::string& payload) {
+    call("group-start " + name + " " + path + " " + curator_encode(id) + " " + curator_encode(payload));
+}
+
+std::map<std::string, std::string> curator_session::group_members(const std::string& name) {
+    auto l = call("group-members " + name);
+    if (l.args.empty()) fail("no member count in '" + l.text + "'");
+    std::size_t n = std::stoul(l.args[0]);
+    if (l.args.size() != 1 + 2 * n) fail("malformed members '" + l.text + "'");
+    std::map<std::string, std::string> out;
+    for (std::size_t i = 0; i < n; ++i) out[curator_decode(l.args[1 + 2 * i])] = curator_decode(l.args[2 + 2 * i]);
+    return out;
+}
+
 // ------------------------------------------------------------------ LeaderSelector
 
 void curator_session::selector_start(const std::string& name, const std::string& path, const std::string& id,

@@ -152,6 +152,12 @@ public:
     std::vector<curator_participant> latch_participants(const std::string& name);
 
     // ---- LeaderSelector
+    // GroupMember
+    /// new GroupMember(client, path, id, payload).start().
+    void group_start(const std::string& name, const std::string& path, const std::string& id, const std::string& payload);
+    /// getCurrentMembers(): id -> payload.
+    std::map<std::string, std::string> group_members(const std::string& name);
+
     void selector_start(const std::string& name, const std::string& path, const std::string& id, bool auto_requeue);
     /// Makes the current takeLeadership return; its term.
     long selector_release(const std::string& name);

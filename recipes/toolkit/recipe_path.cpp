@@ -35,7 +35,12 @@ void check_recipe_path(const zkr::client& c, std::string_view path, const char* 
 
 void check_node_data(const zkr::client& c, std::string_view path, std::string_view data, const char* who,
                      const char* what) {
-    request_sizer sizer(c.options());
+    check_node_data(c.options(), path, data, who, what);
+}
+
+void check_node_data(const zkr::client_options& options, std::string_view path, std::string_view data, const char* who,
+                     const char* what) {
+    request_sizer sizer(options);
     if (std::size_t request = sizer.create(path.size() + node_room, data.size()); !sizer.fits(request))
         throw std::invalid_argument(std::string(who) + ": " + what + " is " + std::to_string(data.size()) +
                                     " bytes: its node's create would take " + std::to_string(request) +

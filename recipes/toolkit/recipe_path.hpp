@@ -19,5 +19,8 @@ void check_recipe_path(const zkr::client& c, std::string_view path, const char* 
 /// create under `path` (client_options::max_request_size).
 void check_node_data(const zkr::client& c, std::string_view path, std::string_view data, const char* who,
                      const char* what);
+/// The same, with the client's options (for a recipe that may outlive its client).
+void check_node_data(const zkr::client_options& options, std::string_view path, std::string_view data, const char* who,
+                     const char* what);
 
 }  // namespace zkr::detail

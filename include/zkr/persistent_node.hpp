@@ -1,0 +1,80 @@
+/// \file
+/// zkr::persistent_node — a node that stays there: made again after its session is lost or
+/// someone deletes it, until close(). Curator's PersistentNode (a service's registration).
+#pragma once
+#include "zkr/export.hpp"
+
+#include "zkr/client.hpp"
+#include "zkr/types.hpp"
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+namespace zkr {
+
+/// How a persistent_node makes its node.
+struct persistent_node_options {
+    /// Name the node "_c_<uuid>-<name>" (Curator's protected mode), so that a create whose reply
+    /// was lost is found again by its name. Always on for the sequential modes: a sequential
+    /// create cannot be resent without the risk of a second node.
+    bool protection = false;
+    /// Make missing parents, as container nodes (Curator's creatingParentContainersIfNeeded).
+    bool create_parents = true;
+};
+
+namespace detail {
+class persistent_node_impl;
+}
+
+/// Keeps a node at `path` with `data`, of any create_mode, for as long as it is open: made at
+/// start(), made again when it is deleted (by anyone) and when a new session replaces one that
+/// was lost (an ephemeral node goes with its session), deleted by close().
+///
+/// A sequential mode makes its node once and keeps its name: a node made again takes the same
+/// path, with the mode's non-sequential form (Curator's rule, CURATOR-483). A node in the way is
+/// never adopted when it belongs to another session (Curator adopts it and writes to it, even when
+/// it is its own expired session's node, which the server is about to delete): it is waited out,
+/// and ours is made as soon as it goes (with its session, or deleted). A node of this client's
+/// current session (a create whose reply was lost) or of no session (a persistent one) is taken
+/// over and given this node's data.
+///
+/// Work happens on the client's threads; nothing here calls user code. Thread-safe.
+class ZKR_EXPORT persistent_node {
+public:
+    /// Checks the path and the data (std::invalid_argument naming what is wrong: a bad path, data
+    /// over client_options::max_request_size); makes nothing until start().
+    /// zkr::system_error(errc::client_closed) for a closed client.
+    persistent_node(client& c, std::string path, create_mode mode, std::string data = {},
+                    persistent_node_options options = {});
+    /// close().
+    ~persistent_node();
+    persistent_node(const persistent_node&) = delete;
+    persistent_node& operator=(const persistent_node&) = delete;
+
+    /// Makes the node (in the background). A second call does nothing; std::logic_error after
+    /// close().
+    void start();
+    /// Blocks until the node was made once (true) or `timeout` passes (false).
+    bool wait_for_initial_create(std::chrono::milliseconds timeout);
+    /// The node's path as made ("" before it is): differs from path() with protection or a
+    /// sequential mode.
+    std::string actual_path() const;
+    /// The data the node is kept with.
+    std::string data() const;
+    /// Sets the node's data: written now if the node exists (blocking; throws
+    /// zkr::system_error on a failure other than the node being gone), and used by every later
+    /// create. std::invalid_argument for data too large; std::logic_error after close().
+    void set_data(std::string data);
+    /// Stops keeping the node and deletes it (guaranteed: resent while its session lives; a
+    /// create still in flight is deleted when it lands). Idempotent.
+    void close();
+
+    /// The path given (before protection and sequence numbers).
+    const std::string& path() const noexcept;
+
+private:
+    std::shared_ptr<detail::persistent_node_impl> impl_;
+};
+
+}  // namespace zkr

@@ -1,0 +1,250 @@
+// zkr::persistent_node and zkr::group_member against a real server: made, made again after a
+// deletion and after a session expiry, sequential names kept (CURATOR-483), another session's
+// node waited out and never adopted, a lost create reply, close deleting, bad input; group
+// members seeing each other, Curator's GroupMember among them.
+#include "support/curator_driver.hpp"
+#include "support/servers.hpp"
+#include "support/session_tools.hpp"
+#include "zkr/client.hpp"
+#include "zkr/group_member.hpp"
+#include "zkr/path.hpp"
+#include "zkr/persistent_node.hpp"
+#include "zkr/testkit.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace std::chrono_literals;
+using zkr::test::eventually;
+using zkr::test::first_server;
+using zkr::test::holds_throughout;
+using zkr::test::test_connect_string;
+using zkr::test::test_options;
+using zkr::test::unique_path;
+
+namespace {
+// The node's owner session, or -1 when it does not exist.
+std::int64_t owner_of(zkr::client& c, const std::string& path) {
+    auto r = c.exists(path);
+    return r.exists ? r.stat.ephemeral_owner : -1;
+}
+std::string data_of(zkr::client& c, const std::string& path) {
+    zkr::error_code ec;
+    auto d = c.get_data(path, ec);
+    return ec ? "(" + ec.message() + ")" : d.data;
+}
+}  // namespace
+
+TEST_CASE("persistent node: made, made again when deleted, its data set, deleted by close", "[persistent_node]") {
+    std::string path = unique_path("pnode") + "/services/orders/host-a";  // parents made as containers
+    zkr::client c(test_options(test_connect_string()));
+    zkr::client other(test_options(test_connect_string()));
+    zkr::persistent_node node(c, path, zkr::create_mode::ephemeral, "payload");
+    CHECK(node.actual_path().empty());
+    CHECK_FALSE(other.exists(path).exists);  // nothing before start()
+    node.start();
+    REQUIRE(node.wait_for_initial_create(10s));
+    CHECK(node.actual_path() == path);
+    CHECK(owner_of(other, path) == c.session_id());
+    CHECK(data_of(other, path) == "payload");
+
+    auto czxid = other.exists(path).stat.czxid;
+    other.remove(path);
+    REQUIRE(eventually([&] { return owner_of(other, path) == c.session_id(); }));
+    CHECK(other.exists(path).stat.czxid > czxid);
+    CHECK(data_of(other, path) == "payload");
+
+    node.set_data("new payload");
+    CHECK(data_of(other, path) == "new payload");
+    CHECK(node.data() == "new payload");
+    other.remove(path);
+    REQUIRE(eventually([&] { return owner_of(other, path) == c.session_id(); }));
+    CHECK(data_of(other, path) == "new payload");
+
+    node.close();
+    CHECK(eventually([&] { return !other.exists(path).exists; }));
+    CHECK_THROWS_AS(node.set_data("x"), std::logic_error);
+    CHECK_THROWS_AS(node.start(), std::logic_error);
+}
+
+TEST_CASE("persistent node: back after its session expires, on the new session", "[persistent_node]") {
+    std::string path = unique_path("pnode-expiry");
+    zkr::client c(test_options(test_connect_string()));
+    zkr::client other(test_options(test_connect_string()));
+    zkr::persistent_node node(c, path, zkr::create_mode::ephemeral, "p");
+    node.start();
+    REQUIRE(node.wait_for_initial_create(10s));
+    auto first = c.session_id();
+    auto expired = zkr::testkit::expire_session(c);
+    CHECK(expired == first);
+    REQUIRE(eventually([&] { auto o = owner_of(other, path); return o != -1 && o != first && o == c.session_id(); }, 20s));
+    CHECK(data_of(other, path) == "p");
+}
+
+TEST_CASE("persistent node: a sequential node keeps its name when made again (CURATOR-483)", "[persistent_node]") {
+    std::string parent = unique_path("pnode-seq");
+    zkr::client c(test_options(test_connect_string()));
+    zkr::client other(test_options(test_connect_string()));
+    zkr::persistent_node node(c, parent + "/member-", zkr::create_mode::ephemeral_sequential, "m");
+    node.start();
+    REQUIRE(node.wait_for_initial_create(10s));
+    auto actual = node.actual_path();
+    // Protected (always, for a sequential mode): "_c_<uuid>-member-" and the 10-digit sequence.
+    auto name = std::string(zkr::node_name(actual));
+    CHECK(name.rfind("_c_", 0) == 0);
+    CHECK(name.find("-member-") == 39);
+    CHECK(name.size() == 39 + 8 + 10);
+    other.remove(actual);
+    REQUIRE(eventually([&] { return owner_of(other, actual) == c.session_id(); }));
+    zkr::testkit::expire_session(c);
+    REQUIRE(eventually([&] { return owner_of(other, actual) == c.session_id(); }, 20s));
+    CHECK(node.actual_path() == actual);
+    CHECK(other.get_children(parent).children.size() == 1);  // never a second node
+}
+
+TEST_CASE("persistent node: another session's node is waited out, never adopted", "[persistent_node]") {
+    // Curator adopts a node in the way and writes to it, even one of a session that is about to
+    // go (its own expired session's): the write is lost with that node.
+    std::string path = unique_path("pnode-foreign");
+    zkr::client c(test_options(test_connect_string()));
+    auto squatter = std::make_unique<zkr::client>(test_options(test_connect_string()));
+    squatter->create_parents(zkr::parent_path(path));
+    squatter->create(path, "theirs", zkr::create_mode::ephemeral);
+    zkr::persistent_node node(c, path, zkr::create_mode::ephemeral, "ours");
+    node.start();
+    CHECK_FALSE(node.wait_for_initial_create(500ms));
+    CHECK(holds_throughout([&] { return data_of(c, path) == "theirs" && owner_of(c, path) == squatter->session_id(); }, 500ms));
+    CHECK(node.actual_path().empty());
+    squatter.reset();  // its session ends, and its node with it
+    REQUIRE(node.wait_for_initial_create(10s));
+    CHECK(owner_of(c, path) == c.session_id());
+    CHECK(data_of(c, path) == "ours");
+}
+
+TEST_CASE("persistent node: a create whose reply was lost is taken over, not duplicated", "[persistent_node]") {
+    std::string connect = test_connect_string();
+    std::string path = unique_path("pnode-lost");
+    zkr::client observer(test_options(connect));
+    observer.create_parents(path);
+    zkr::testkit::proxy proxy(first_server(connect));
+    zkr::client c(test_options(proxy.address()));
+    proxy.lose_next_reply({zkr::testkit::op_code::create, zkr::testkit::op_code::create2}, 0, path + "/node");
+    zkr::persistent_node node(c, path + "/node", zkr::create_mode::ephemeral, "d");
+    node.start();
+    REQUIRE(node.wait_for_initial_create(15s));
+    CHECK(proxy.replies_lost() == 1);
+    CHECK(owner_of(observer, path + "/node") == c.session_id());
+    CHECK(observer.get_children(path).children.size() == 1);
+
+    // The same for a sequential node: its protected name finds it again.
+    proxy.lose_next_reply({zkr::testkit::op_code::create, zkr::testkit::op_code::create2}, 0);
+    zkr::persistent_node seq(c, path + "/seq-", zkr::create_mode::ephemeral_sequential, "s");
+    seq.start();
+    REQUIRE(seq.wait_for_initial_create(15s));
+    CHECK(proxy.replies_lost() == 2);
+    CHECK(observer.get_children(path).children.size() == 2);  // node and one seq- node
+    CHECK(owner_of(observer, seq.actual_path()) == c.session_id());
+}
+
+TEST_CASE("persistent node: a persistent node survives its session and is taken over on the next", "[persistent_node]") {
+    std::string path = unique_path("pnode-persistent");
+    zkr::client other(test_options(test_connect_string()));
+    {
+        zkr::client c(test_options(test_connect_string()));
+        zkr::persistent_node node(c, path, zkr::create_mode::persistent, "v1");
+        node.start();
+        REQUIRE(node.wait_for_initial_create(10s));
+        zkr::testkit::expire_session(c);
+        CHECK(data_of(other, path) == "v1");
+        other.set_data(path, "changed by someone");
+        // Taken over on the new session with its own data: the create finds it (no session's) and
+        // writes it.
+        REQUIRE(eventually([&] { return c.session_count() == 2 && c.is_connected(); }));
+        node.set_data("v2");
+        CHECK(data_of(other, path) == "v2");
+        CHECK(owner_of(other, path) == 0);
+        node.close();
+        CHECK(eventually([&] { return !other.exists(path).exists; }));
+    }
+}
+
+TEST_CASE("persistent node: bad input is refused before anything is sent", "[persistent_node]") {
+    zkr::client c(test_options(test_connect_string()));
+    CHECK_THROWS_WITH(zkr::persistent_node(c, "relative", zkr::create_mode::ephemeral), Catch::Contains("node path"));
+    CHECK_THROWS_WITH(zkr::persistent_node(c, "/zookeeper/x", zkr::create_mode::ephemeral), Catch::Contains("node path"));
+    std::string big(2 * 1024 * 1024, 'x');
+    CHECK_THROWS_WITH(zkr::persistent_node(c, "/fine", zkr::create_mode::ephemeral, big), Catch::Contains("node data"));
+    zkr::persistent_node node(c, "/fine", zkr::create_mode::ephemeral);
+    CHECK_THROWS_WITH(node.set_data(big), Catch::Contains("node data"));
+    CHECK_FALSE(c.exists("/fine").exists);
+}
+
+TEST_CASE("group member: members see each other, themselves included, and a leaver goes", "[group_member]") {
+    std::string path = unique_path("group");
+    zkr::client ca(test_options(test_connect_string()));
+    zkr::client cb(test_options(test_connect_string()));
+    zkr::group_member a(ca, path, "host-a", "pa");
+    CHECK(a.members() == std::map<std::string, std::string>{{"host-a", "pa"}});  // self, before start
+    zkr::group_member b(cb, path, "host-b", "pb");
+    a.start();
+    b.start();
+    REQUIRE(a.wait_joined(10s));
+    REQUIRE(b.wait_joined(10s));
+    std::map<std::string, std::string> both{{"host-a", "pa"}, {"host-b", "pb"}};
+    CHECK(eventually([&] { return a.members() == both && b.members() == both; }));
+    b.set_payload("pb2");
+    CHECK(eventually([&] { return a.members()["host-b"] == "pb2"; }));
+    b.close();
+    CHECK(eventually([&] { return a.members() == std::map<std::string, std::string>{{"host-a", "pa"}}; }));
+}
+
+TEST_CASE("group member: bad ids and paths are refused", "[group_member]") {
+    zkr::client c(test_options(test_connect_string()));
+    CHECK_THROWS_WITH(zkr::group_member(c, "/g", "a/b"), Catch::Contains("member id"));
+    CHECK_THROWS_WITH(zkr::group_member(c, "/g", ""), Catch::Contains("member id"));
+    CHECK_THROWS_WITH(zkr::group_member(c, "/g", ".."), Catch::Contains("member id"));
+    CHECK_THROWS_AS(zkr::group_member(c, "g", "a"), std::invalid_argument);
+    CHECK_FALSE(c.exists("/g").exists);
+}
+
+TEST_CASE("group member: zkr's and Curator's GroupMember see each other on one path", "[group_member][interop]") {
+    std::string connect = test_connect_string();
+    std::string path = unique_path("group-interop");
+    zkr::client c(test_options(connect));
+    zkr::group_member ours(c, path, "zkr-1", "from zkr");
+    ours.start();
+    REQUIRE(ours.wait_joined(10s));
+    zkr::test::curator_session curator(connect);
+    curator.group_start("g", path, "curator-1", "from curator");
+    std::map<std::string, std::string> everyone{{"zkr-1", "from zkr"}, {"curator-1", "from curator"}};
+    CHECK(eventually([&] { return ours.members() == everyone; }, 15s));
+    CHECK(eventually([&] { return curator.group_members("g") == everyone; }, 15s));
+    curator.close("g");
+    CHECK(eventually([&] { return ours.members() == std::map<std::string, std::string>{{"zkr-1", "from zkr"}}; }, 15s));
+}
+
+TEST_CASE("persistent node and group member: close leaves no watch on the server", "[persistent_node][own_servers]") {
+    zkr::testkit::ensemble cluster(zkr::test::own_servers(1));
+    zkr::client c(test_options(cluster.connect_string()));
+    zkr::client other(test_options(cluster.connect_string()));
+    auto before = cluster.watch_count(0);
+    {
+        zkr::persistent_node node(c, "/reg/a", zkr::create_mode::ephemeral, "x");
+        node.start();
+        REQUIRE(node.wait_for_initial_create(10s));
+        // Made again twice (each run watches the node anew).
+        for (int i = 0; i < 2; ++i) {
+            auto czxid = other.exists("/reg/a").stat.czxid;
+            other.remove("/reg/a");
+            REQUIRE(eventually([&] { auto r = other.exists("/reg/a"); return r.exists && r.stat.czxid > czxid; }));
+        }
+        zkr::group_member member(c, "/group", "m1", "p");
+        member.start();
+        REQUIRE(member.wait_joined(10s));
+        REQUIRE(eventually([&] { return cluster.watch_count(0) > before; }));
+        member.close();
+        node.close();
+    }
+    CHECK(eventually([&] { return cluster.watch_count(0) == before; }));
+    CHECK_FALSE(other.exists("/reg/a").exists);
+    CHECK_FALSE(other.exists("/group/m1").exists);
+}
