@@ -248,9 +248,13 @@ private:
         auto port = port_.lock();
         if (!port) return;
         if (ec && ec != errc::no_node) return step_done(is_retryable(ec));
-        std::string found;
+        std::string found, prefix;
+        {
+            std::lock_guard lock(mutex_);
+            prefix = prefix_;
+        }
         for (const auto& c : children)
-            if (has_prefix(c, prefix_)) found = join_path(parent(), c);
+            if (has_prefix(c, prefix)) found = join_path(parent(), c);
         {
             std::lock_guard lock(mutex_);
             in_doubt_ = false;
