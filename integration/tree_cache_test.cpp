@@ -364,6 +364,8 @@ TEST_CASE("tree cache: converges on the server's tree after random changes throu
     };
     for (int round = 0; round < 6; ++round) {
         for (int i = 0; i < 15; ++i) change();
+        // Each fault starts from a session (the last one's loss may still be being recovered).
+        REQUIRE(eventually([&] { return c.is_connected(); }, 20s));
         if (round % 3 == 1) {
             // Cut off, session closed on the server: changes made unseen.
             auto credentials = zkr::testkit::credentials_of(c);

@@ -15,12 +15,12 @@
 
 #include "session_port.hpp"
 #include "toolkit/recipe_path.hpp"
+#include "toolkit/retry_timer.hpp"
 #include "tree_sync.hpp"
 #include "zkr/log.hpp"
 
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 
 #include <condition_variable>
@@ -51,11 +51,11 @@ class cache_impl : public std::enable_shared_from_this<cache_impl> {
 public:
     cache_impl(session_port& port, std::string path, const cache_options& o)
         : port_(port.weak_port()),
-          threads_(port.threads()),
           executor_(o.executor ? *o.executor : port.executor()),
           strand_(asio::make_strand(executor_)),
           path_(path),
-          sync_(std::move(path), o.max_depth, o.max_reads_in_flight) {}
+          sync_(std::move(path), o.max_depth, o.max_reads_in_flight),
+          retry_(port.threads()) {}
 
     const std::string& path() const noexcept { return path_; }
     const asio::any_io_executor& executor() const noexcept { return executor_; }
@@ -114,8 +114,8 @@ public:
             armed_.clear();
             waiters.swap(init_waiters_);
             sub = std::move(session_subscription_);
-            if (retry_timer_) asio::post(threads_->session, [t = retry_timer_] { t->cancel(); });
         }
+        retry_.cancel();
         initialized_cv_.notify_all();
         sub.reset();
         if (auto port = port_.lock()) {
@@ -259,26 +259,14 @@ private:
     // Failed reads go out again after a pause while the connection is up (a reconnection sends
     // them at once).
     void arm_retry() {
-        std::weak_ptr<cache_impl> weak = weak_from_this();
-        asio::post(threads_->session, [weak] {
+        retry_.arm(std::chrono::milliseconds(500), [weak = weak_from_this()] {
             auto self = weak.lock();
             if (!self) return;
-            auto timer = std::make_shared<asio::steady_timer>(self->threads_->session);
-            {
-                std::lock_guard lock(self->mutex_);
-                if (self->closed_) return;
-                self->retry_timer_ = timer;
-            }
-            timer->expires_after(std::chrono::milliseconds(500));
-            timer->async_wait([weak](error_code ec) {
-                auto self = weak.lock();
-                if (!self || ec) return;
-                auto port = self->port_.lock();
-                bool up = port && port->is_connected();
-                self->feed([&] {
-                    self->retry_armed_ = false;
-                    if (up) self->sync_.retry_failed();
-                });
+            auto port = self->port_.lock();
+            bool up = port && port->is_connected();
+            self->feed([&] {
+                self->retry_armed_ = false;
+                if (up) self->sync_.retry_failed();
             });
         });
     }
@@ -381,7 +369,6 @@ private:
     }
 
     std::weak_ptr<session_port> port_;
-    std::shared_ptr<runtime> threads_;  // keeps the io_context of our timer alive
     asio::any_io_executor executor_;
     asio::strand<asio::any_io_executor> strand_;
     const std::string path_;
@@ -396,7 +383,7 @@ private:
     std::deque<cache_event> pending_;
     bool draining_ = false;
     bool retry_armed_ = false;
-    std::shared_ptr<asio::steady_timer> retry_timer_;
+    retry_timer retry_;
     std::uint64_t next_key_ = 0;
     std::map<std::uint64_t, std::shared_ptr<listener>> listeners_;
     std::map<std::uint64_t, completion<>> init_waiters_;

@@ -11,12 +11,11 @@
 #include "session_port.hpp"
 #include "toolkit/cleanup.hpp"
 #include "toolkit/recipe_path.hpp"
+#include "toolkit/retry_timer.hpp"
 #include "toolkit/sequence_queue.hpp"
 #include "zkr/log.hpp"
 #include "zkr/path.hpp"
 
-#include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include <condition_variable>
 #include <future>
@@ -50,13 +49,13 @@ public:
                          std::string data, persistent_node_options options)
         : client_options_(client_options),
           port_(port.weak_port()),
-          threads_(port.threads()),
           cleanup_(cleanup_service::of(port)),
           path_(std::move(path)),
           mode_(mode),
           protection_(options.protection || is_sequential(mode)),
           create_parents_(options.create_parents),
-          data_(std::move(data)) {
+          data_(std::move(data)),
+          retry_(port.threads()) {
         if (protection_) prefix_ = protection_prefix(random_uuid());
     }
 
@@ -137,7 +136,6 @@ public:
     void close() {
         std::string actual;
         std::shared_ptr<watch_state> watch;
-        std::shared_ptr<asio::steady_timer> timer;
         subscription sub;
         std::vector<unsettled_create> doubts;
         {
@@ -146,13 +144,12 @@ public:
             closed_ = true;
             actual = actual_;
             watch = std::exchange(watch_, nullptr);
-            timer = std::exchange(retry_timer_, nullptr);
             sub = std::move(session_subscription_);
             doubts.swap(doubts_);
         }
         created_cv_.notify_all();
         sub.reset();
-        if (timer) asio::post(threads_->session, [timer] { timer->cancel(); });
+        retry_.cancel();
         auto port = port_.lock();
         if (watch && port) {
             watch->clear_inline();
@@ -419,29 +416,16 @@ private:
     }
 
     void arm_retry() {
-        std::weak_ptr<persistent_node_impl> weak = weak_from_this();
-        asio::post(threads_->session, [weak] {
+        retry_.arm(std::chrono::milliseconds(500), [weak = weak_from_this()] {
             auto self = weak.lock();
             if (!self) return;
-            auto timer = std::make_shared<asio::steady_timer>(self->threads_->session);
-            {
-                std::lock_guard lock(self->mutex_);
-                if (self->closed_) return;
-                self->retry_timer_ = timer;
-            }
-            timer->expires_after(std::chrono::milliseconds(500));
-            timer->async_wait([weak](error_code ec) {
-                auto self = weak.lock();
-                if (!self || ec) return;
-                auto port = self->port_.lock();
-                if (port && port->is_connected()) self->ensure();
-            });
+            auto port = self->port_.lock();
+            if (port && port->is_connected()) self->ensure();
         });
     }
 
     const client_options client_options_;  // for the checks of set_data (the node may outlive its client)
     std::weak_ptr<session_port> port_;
-    std::shared_ptr<runtime> threads_;
     std::shared_ptr<cleanup_service> cleanup_;
     const std::string path_;
     const create_mode mode_;
@@ -460,7 +444,7 @@ private:
     std::vector<unsettled_create> doubts_;  // prefixes of creates found unmade, swept at close
     std::set<std::int64_t> sessions_;       // every session we sent a create on
     std::shared_ptr<watch_state> watch_;
-    std::shared_ptr<asio::steady_timer> retry_timer_;
+    retry_timer retry_;
     subscription session_subscription_;
 };
 
