@@ -12,7 +12,7 @@ set -euo pipefail
 die() { echo "bench/java/build.sh: $*" >&2; exit 1; }
 
 HERE=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
-SRCS=("$HERE/CuratorBench.java" "$HERE/RecipeBench.java")
+SRCS=("$HERE/CuratorBench.java" "$HERE/RecipeBench.java" "$HERE/CacheBench.java")
 OUT=${1:?usage: build.sh OUT_DIR}
 JAR_DIR=${JAVA_JAR_DIR:-/usr/share/java}
 JAVA=${JAVA:-$(command -v java || true)}
