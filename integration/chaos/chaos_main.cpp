@@ -241,6 +241,7 @@ struct worker {
     std::vector<std::string> overrun_lines;
     std::vector<std::pair<long long, long>> rss;  // (ns, kB)
     std::string stats;
+    bool cache_checked = false;  // it said "cache ok": its tree_cache equalled the server's tree
     std::vector<std::string> errors;  // "error ..." lines: exceptions and broken promises it saw
     bool killed = false;
     std::atomic<bool> done{false};
@@ -318,6 +319,7 @@ int main(int argc, char** argv) {
                 if (line->rfind("call ", 0) == 0) raw->overrun_lines.push_back(*line);
                 else if (line->rfind("rss ", 0) == 0) raw->rss.emplace_back(now_ns(), std::stol(line->substr(4)));
                 else if (line->rfind("stats ", 0) == 0) raw->stats = *line;
+                else if (line->rfind("cache ok", 0) == 0) raw->cache_checked = true;
                 else {
                     if (line->rfind("error ", 0) == 0) raw->errors.push_back(*line);
                     std::fprintf(stderr, "worker %d: %s\n", raw->id, line->c_str());
@@ -445,7 +447,8 @@ int main(int argc, char** argv) {
         observer.wait_connected(30s);
         zkr::test::eventually(
             [&] {
-                nodes_left = zkr::test::queue_length(observer, "/chaos/m") + zkr::test::queue_length(observer, "/chaos/rw");
+                nodes_left = zkr::test::queue_length(observer, "/chaos/m") + zkr::test::queue_length(observer, "/chaos/rw") +
+                             zkr::test::queue_length(observer, "/chaos-members");
                 return nodes_left == 0;
             },
             std::chrono::milliseconds(3 * session_ms + 5000));
@@ -455,6 +458,16 @@ int main(int argc, char** argv) {
     }
     long worker_errors = 0;
     for (auto& w : workers) worker_errors += static_cast<long>(w->errors.size());
+    // Every worker that finished made its cache check (a failed one is an error line above).
+    long caches_checked = 0;
+    for (auto& w : workers) {
+        if (w->killed) continue;
+        if (w->cache_checked) ++caches_checked;
+        else if (w->errors.empty()) {
+            ++check_errors;
+            std::fprintf(stderr, "worker %d made no cache check\n", w->id);
+        }
+    }
 
     // Timed calls past their deadline + 1 s, not counting time their process was frozen.
     long overruns = 0;
@@ -523,7 +536,9 @@ int main(int argc, char** argv) {
     report << "- timed calls past their deadline + 1 s: " << overruns << "\n";
     report << "- processes that did not finish when told: " << hung << "\n";
     report << "- processes that finished with a non-zero status: " << failed_exits << "\n";
-    report << "- lock nodes left once sessions ended: " << nodes_left << "\n";
+    report << "- lock nodes and registrations left once sessions ended: " << nodes_left << "\n";
+    report << "- tree caches equal to the server's tree at the end (with the worker's registration on its session): "
+           << caches_checked << "\n";
     report << "- errors the workers saw (exceptions from zkr, state() held past valid_until()): " << worker_errors << "\n";
     report << "- faults that could not be injected: " << injection_failures << "\n";
     report << "- checks that could not be made: " << check_errors << "\n";

@@ -1,6 +1,8 @@
 // One process of the chaos soak: one zkr::client, several threads contending on a mutex and on a
 // read/write lock, writing to the fenced resource (the soak driver's fence) while state() says
-// held. It runs until its stdin closes.
+// held; beside them, a thread changing /chaos-config, a tree_cache of it and a persistent_node
+// registering the worker (/chaos-members/w<ID>). It runs until its stdin closes, then checks its
+// cache against the server and its registration ("cache ok", or an error line).
 //
 // Usage: zkr_chaos_worker ID CONNECT SESSION_MS THREADS FENCE_PORT SEED
 //
@@ -19,7 +21,11 @@
 #include "zkr/client.hpp"
 #include "zkr/log.hpp"
 #include "zkr/mutex.hpp"
+#include "zkr/persistent_node.hpp"
 #include "zkr/shared_mutex.hpp"
+#include "zkr/tree_cache.hpp"
+
+#include <boost/asio/use_future.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -27,6 +33,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <future>
+#include <map>
 #include <mutex>
 #include <random>
 #include <string>
@@ -178,6 +186,80 @@ void contend(int id, int thread, zkr::mutex& m, zkr::shared_mutex& rw, int fence
     }
 }
 
+// The watch recipes under the same faults: every worker changes the nodes under /chaos-config
+// (each request given at most 2 s: one lost to a fault is not waited for) while its tree_cache
+// follows them.
+void mutate_config(zkr::client& c, std::uint64_t seed, std::atomic<bool>& stop) {
+    std::mt19937_64 random(seed);
+    while (!stop) {
+        std::string node = "/chaos-config/n" + std::to_string(random() % 20);
+        std::string data = std::to_string(random() % 1000000);
+        try {
+            switch (random() % 3) {
+                case 0: c.async_create(node, data, zkr::create_mode::persistent, boost::asio::use_future).wait_for(2s); break;
+                case 1: c.async_set_data(node, data, zkr::any_version, boost::asio::use_future).wait_for(2s); break;
+                default: c.async_remove(node, zkr::any_version, boost::asio::use_future).wait_for(2s); break;
+            }
+        } catch (const std::exception&) {
+            // A failure to start (the client closing): the loop ends with stop.
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50 + random() % 150));
+    }
+}
+
+// Once the faults are over: the cache must come to equal a fresh read of the subtree (names,
+// data, mzxid), and the worker's registration must stand on its current session. Says "cache ok"
+// or an error line.
+void check_watch_recipes(zkr::client& c, zkr::tree_cache& cache, const std::string& registration) {
+    const auto deadline = clock_type::now() + 12s;
+    std::string why = "not checked";
+    while (clock_type::now() < deadline) {
+        std::this_thread::sleep_for(50ms);
+        if (!c.is_connected()) {
+            why = "the client is not connected";
+            continue;
+        }
+        if (!cache.initialized()) {
+            why = "the cache is not initialized";
+            continue;
+        }
+        zkr::error_code ec;
+        auto kids = c.get_children("/chaos-config", ec);
+        if (ec) {
+            why = "listing /chaos-config: " + ec.message();
+            continue;
+        }
+        std::map<std::string, std::int64_t> server;
+        bool read_all = true;
+        for (auto& k : kids.children) {
+            auto d = c.get_data("/chaos-config/" + k, ec);
+            if (ec) {
+                read_all = false;  // deleted meanwhile: read again
+                break;
+            }
+            server[k] = d.stat.mzxid;
+        }
+        if (!read_all) continue;
+        std::map<std::string, std::int64_t> cached;
+        for (auto& k : cache.children("/chaos-config")) {
+            if (auto n = cache.get("/chaos-config/" + k)) cached[k] = n->stat.mzxid;
+        }
+        if (cached != server) {
+            why = "the cache holds " + std::to_string(cached.size()) + " nodes, the server " + std::to_string(server.size()) +
+                  " (or their mzxids differ)";
+            continue;
+        }
+        auto r = c.exists(registration, ec);
+        if (ec || !r.exists || r.stat.ephemeral_owner != c.session_id()) {
+            why = "the registration " + registration + " is not on the current session";
+            continue;
+        }
+        say("cache ok nodes=" + std::to_string(server.size()));
+        return;
+    }
+    say("error watch recipes after 12 s: " + why);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -198,12 +280,19 @@ int main(int argc, char** argv) {
     c.wait_connected(std::chrono::seconds(30));
     zkr::mutex m(c, "/chaos/m");
     zkr::shared_mutex rw(c, "/chaos/rw");
+    c.create_parents("/chaos-config");
+    zkr::tree_cache cache(c, "/chaos-config");
+    cache.start();
+    std::string registration = "/chaos-members/w" + std::to_string(id);
+    zkr::persistent_node member(c, registration, zkr::create_mode::ephemeral, std::to_string(id));
+    member.start();
     say("ready");  // before any other line: the driver reads this one first
     std::atomic<bool> stop{false};
     totals t;
     std::vector<std::thread> workers;
     for (int i = 0; i < threads; ++i)
         workers.emplace_back([&, i] { contend(id, i, m, rw, fence_port, seed * 1000 + static_cast<std::uint64_t>(i), stop, t); });
+    std::thread mutator([&] { mutate_config(c, seed * 1000 + 999, stop); });
     std::thread memory([&] {
         while (!stop) {
             say("rss " + std::to_string(rss_kb()));
@@ -215,7 +304,9 @@ int main(int argc, char** argv) {
     while (read(STDIN_FILENO, buffer, sizeof buffer) > 0) {}
     stop = true;
     for (auto& w : workers) w.join();
+    mutator.join();
     memory.join();
+    check_watch_recipes(c, cache, registration);
     say("stats holds=" + std::to_string(t.holds) + " writes=" + std::to_string(t.writes) +
         " refused=" + std::to_string(t.refused) + " probes=" + std::to_string(t.probes) +
         " errors=" + std::to_string(t.errors));
