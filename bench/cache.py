@@ -1,6 +1,11 @@
 #!/usr/bin/env python3
 """The cache and persistent-node benchmark's runner (bench/cache.sh builds and calls it).
 
+No 100k-node case: neither side caches 100,000 nodes on one client. zkr refuses the watches past
+what one client can set again after a reconnection (too_many_watches: about 1 MB of paths, some
+20,000 nodes of this layout) and its cache stays uninitialized; Curator 5.4's CuratorCache loads
+66,535 of them and stops (CURATOR-690, its Phaser's limit).
+
 Starts one ZooKeeper server (zkr-testkit) and a delay proxy (D = 1 ms) in front of it, then runs
 every case for zkr (bench/cache_bench.cpp) and Curator (bench/java/CacheBench.java), alternating
 which goes first, for --rounds rounds; prints the medians and the ratio zkr/Curator of each
@@ -24,8 +29,6 @@ CASES_FULL = [
          metrics=["p50_us", "p99_us"]),
     dict(id="init 1k", scenario="init", d=0, args=["--nodes", "1000"], metrics=["init_ms", "bytes_per_node"]),
     dict(id="init 10k", scenario="init", d=0, args=["--nodes", "10000"], metrics=["init_ms", "bytes_per_node"]),
-    dict(id="init 100k", scenario="init", d=0, args=["--nodes", "100000"], metrics=["init_ms", "bytes_per_node"],
-         rounds=1),
     dict(id="resync 10k", scenario="resync", d=0, args=["--nodes", "10000"], metrics=["resync_ms", "resync_requests"],
          drivers=["zkr"]),
     dict(id="node-back", scenario="node-back", d=0, args=[], metrics=["back_ms"]),

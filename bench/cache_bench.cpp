@@ -111,11 +111,14 @@ void remove_all(zkr::client& c, const std::string& path, std::vector<std::string
 long long packets_received(const std::string& connect) {
     auto first = connect.substr(0, connect.find(','));
     std::istringstream in(zkr::testkit::four_letter_word(first, "mntr"));
-    std::string key;
-    long long value;
-    while (in >> key >> value)
-        if (key == "zk_packets_received") return value;
-    return -1;
+    std::string line;
+    while (std::getline(in, line)) {  // line by line: some values are not numbers (zk_version)
+        std::istringstream kv(line);
+        std::string key;
+        long long value;
+        if (kv >> key >> value && key == "zk_packets_received") return value;
+    }
+    throw std::runtime_error("no zk_packets_received in the server's mntr");
 }
 
 double percentile(std::vector<double> xs, double q) {

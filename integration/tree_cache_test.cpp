@@ -393,3 +393,26 @@ TEST_CASE("tree cache: converges on the server's tree after random changes throu
         CHECK(n->stat.mzxid == writer.exists(p).stat.mzxid);
     }
 }
+
+TEST_CASE("tree cache: a subtree too large to watch from one client is said so, and nothing crashes", "[tree_cache]") {
+    // libzookeeper_mt sends every watched path in one request after a reconnection; zkr refuses a
+    // watch that would take that request past max_request_size (too_many_watches), at once, on
+    // the calling thread. A cache over more than fits must not claim it holds the tree, and its
+    // thousands of refusals must not recurse (a stack overflow at 30,000 nodes, found by the
+    // benchmark).
+    std::string path = unique_path("cache-too-many");
+    zkr::client writer(test_options(test_connect_string()));
+    writer.create_parents(path);
+    std::vector<std::future<zkr::create_result>> made;
+    for (int i = 0; i < 4000; ++i)
+        made.push_back(writer.async_create(path + "/n" + std::to_string(i), "d", zkr::create_mode::persistent, asio::use_future));
+    for (auto& f : made) get_within(f, 30s);
+    auto o = test_options(test_connect_string());
+    o.max_request_size = 4096;
+    zkr::client c(o);
+    zkr::tree_cache cache(c, path);
+    cache.start();
+    CHECK_FALSE(cache.wait_initialized(3s));
+    CHECK(cache.size() < 4001);
+    CHECK(c.is_connected());
+}

@@ -106,7 +106,10 @@ public:
     void close();
 
     /// True while the cache holds the whole subtree as read on the current session: from the end
-    /// of the first walk until the session is lost, then again from the end of the resync.
+    /// of the first walk until the session is lost, then again from the end of the resync. Never
+    /// while a node cannot be read on this session (errc::no_auth; errc::too_many_watches: a
+    /// subtree with more watched paths than one client can set again after a reconnection, about
+    /// 1 MB of paths with the default client_options::max_request_size): the log says which.
     bool initialized() const;
     /// Blocks until initialized() (true) or `timeout` passes (false); false at once when closed.
     bool wait_initialized(std::chrono::milliseconds timeout);

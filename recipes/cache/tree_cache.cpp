@@ -181,6 +181,7 @@ private:
         bool drain = false;
         bool notify = false;
         bool retry_timer = false;
+        std::string unreadable;  // said once per session: the first read that failed for good
     };
 
     void cancel_wait(std::uint64_t key) {
@@ -212,6 +213,10 @@ private:
             f.notify = true;
             f.ready.swap(init_waiters_);
         }
+        if (sync_.unreadable() > 0 && !unreadable_said_) {
+            unreadable_said_ = true;
+            f.unreadable = sync_.first_unreadable() + (sync_.unreadable() > 1 ? ", and " + std::to_string(sync_.unreadable() - 1) + " more" : "");
+        }
         if (sync_.has_failed_reads() && !retry_armed_) {
             retry_armed_ = true;
             f.retry_timer = true;
@@ -224,7 +229,35 @@ private:
         for (auto& [key, w] : f.ready) w({});
         if (f.drain) asio::post(strand_, [self = shared_from_this()] { self->drain(); });
         if (f.retry_timer) arm_retry();
-        for (auto& r : f.reads) send(r);
+        if (!f.unreadable.empty())
+            log::write(log::level::error, "zkr::tree_cache \"" + path_ + "\": a node cannot be read on this session (" +
+                                              f.unreadable + "); the cache stays uninitialized until a new session");
+        send_all(std::move(f.reads));
+    }
+
+    // Sends reads one at a time from a queue: a read can complete on this very thread (a watch
+    // refused at once), and its follow-ups must join the queue, not recurse (thousands deep
+    // over a large tree: a stack overflow, seen with 30,000 nodes).
+    void send_all(std::vector<cache_read> reads) {
+        {
+            std::lock_guard lock(mutex_);
+            for (auto& r : reads) outbox_.push_back(std::move(r));
+            if (sending_) return;  // the thread sending now takes them
+            sending_ = true;
+        }
+        for (;;) {
+            cache_read r;
+            {
+                std::lock_guard lock(mutex_);
+                if (outbox_.empty()) {
+                    sending_ = false;
+                    return;
+                }
+                r = std::move(outbox_.front());
+                outbox_.pop_front();
+            }
+            send(r);
+        }
     }
 
     // Feeds the machine under the mutex, then carries out what it asks for.
@@ -246,6 +279,7 @@ private:
                 case connection_state::connected:
                     if (ev.session != session_) {
                         session_ = ev.session;
+                        unreadable_said_ = false;
                         sync_.new_session();
                     }
                     break;
@@ -383,6 +417,9 @@ private:
     std::deque<cache_event> pending_;
     bool draining_ = false;
     bool retry_armed_ = false;
+    bool unreadable_said_ = false;
+    std::deque<cache_read> outbox_;  // reads to send, in order (send_all)
+    bool sending_ = false;
     retry_timer retry_;
     std::uint64_t next_key_ = 0;
     std::map<std::uint64_t, std::shared_ptr<listener>> listeners_;

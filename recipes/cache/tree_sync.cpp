@@ -19,6 +19,7 @@ void tree_sync::new_session() {
     queue_.clear();
     failed_.clear();
     in_flight_current_ = 0;
+    unreadable_ = 0;
     exists_pending_ = false;
     for (auto& [path, e] : nodes_) e.data_pending = e.children_pending = false;
     if (auto it = nodes_.find(root_); it != nodes_.end()) refresh(root_, it->second);
@@ -102,7 +103,13 @@ void tree_sync::remove_subtree(const std::string& path) {
 static bool transient(error_code ec) { return is_retryable(ec) || ec == errc::timed_out; }
 
 bool tree_sync::failed(const cache_read& r, error_code ec) {
-    if (!transient(ec)) return false;
+    if (!transient(ec)) {
+        // Not to be retried on this session (no_auth; too_many_watches: more watches than one
+        // client can set again after a reconnection): the tree cannot be held whole, so the walk
+        // does not end as if it could. A new session walks again.
+        if (unreadable_++ == 0) first_unreadable_ = r.path + ": " + ec.message();
+        return false;
+    }
     failed_.push_back(r);
     return true;
 }
@@ -232,7 +239,7 @@ std::vector<cache_event> tree_sync::take_events() { return std::exchange(events_
 
 void tree_sync::check_initialized() {
     if (initialized_ || epoch_ == 0) return;
-    if (!queue_.empty() || in_flight_current_ > 0 || !failed_.empty()) return;
+    if (!queue_.empty() || in_flight_current_ > 0 || !failed_.empty() || unreadable_ > 0) return;
     initialized_ = true;
     events_.push_back({cache_event_type::initialized, {}, {}, {}});
 }

@@ -15,7 +15,8 @@
 // - a watch event asks for a read only if none of that kind is queued or in flight for the node;
 // - a new session walks the tree again from the path down (the earlier session's watches are
 //   gone); a reconnection on the same session only resends reads that failed (the server replays
-//   the watches' missed events); `initialized` after every walk, when nothing of it is left;
+//   the watches' missed events); `initialized` after every walk, when nothing of it is left
+//   (never while a read failed for good: no_auth, too_many_watches);
 // - at most `window` reads in flight, the rest queued in order.
 #pragma once
 
@@ -72,6 +73,11 @@ public:
     std::vector<cache_event> take_events();
     /// Reads that failed for connection trouble wait for retry_failed().
     bool has_failed_reads() const noexcept { return !failed_.empty(); }
+    /// Reads of this session that failed for good (no_auth, too_many_watches): the walk cannot
+    /// end, so `initialized` does not come until a new session walks again.
+    std::size_t unreadable() const noexcept { return unreadable_; }
+    /// The first of them, "path: error".
+    const std::string& first_unreadable() const noexcept { return first_unreadable_; }
 
     // --- what is cached ---
     bool initialized() const noexcept { return initialized_; }
@@ -119,6 +125,8 @@ private:
     std::uint64_t epoch_ = 0;
     bool exists_pending_ = false;
     bool initialized_ = false;
+    std::size_t unreadable_ = 0;
+    std::string first_unreadable_;
 
     std::deque<cache_read> queue_;
     std::vector<cache_read> failed_;

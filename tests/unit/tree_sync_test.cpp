@@ -480,3 +480,26 @@ TEST_CASE("tree_sync: initialized waits for reads that failed and were sent agai
     REQUIRE(events.size() == 3);
     CHECK(events[2].type == zkr::cache_event_type::initialized);
 }
+
+TEST_CASE("tree_sync: a read that fails for good keeps the walk from ending, until a new session", "[tree_sync]") {
+    tree_sync sync("/c", 0, 8);
+    sync.new_session();
+    auto exists = sync.next_reads();
+    sync.exists_read(exists[0], {}, true);
+    auto reads = sync.next_reads();
+    REQUIRE(reads.size() == 1);
+    sync.data_read(reads[0], make_error_code(zkr::errc::too_many_watches), {}, {});
+    CHECK_FALSE(sync.initialized());
+    CHECK(sync.unreadable() == 1);
+    CHECK_FALSE(sync.has_failed_reads());  // not retried on this session
+    CHECK(sync.next_reads().empty());
+    sync.session_lost();
+    sync.new_session();
+    reads = sync.next_reads();
+    REQUIRE(reads.size() == 1);
+    zkr::stat s;
+    s.czxid = s.mzxid = 3;
+    sync.data_read(reads[0], {}, "x", s);
+    CHECK(sync.initialized());
+    CHECK(sync.unreadable() == 0);
+}
