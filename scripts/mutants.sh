@@ -51,6 +51,7 @@ cache-close-keeps-watches~recipes/cache/tree_cache.cpp~            for (auto& [r
 node-adopts-foreign~recipes/nodes/persistent_node.cpp~        if (owner == current || owner == 0) {~        if (true) {~integration:persistent node: another session's node*
 node-sequence-not-kept~recipes/nodes/persistent_node.cpp~    create_mode creation_mode_locked() const { return actual_.empty() ? mode_ : without_sequence(mode_); }~    create_mode creation_mode_locked() const { return mode_; }~integration:persistent node: a sequential node keeps*
 node-not-made-on-new-session~recipes/nodes/persistent_node.cpp~                self->ensure();  // a new session: our ephemeral node is going, every watch is gone~                (void)0;~integration:persistent node: back after its session expires*
+cache-reads-recurse~recipes/cache/tree_cache.cpp~    void send_all(std::vector<cache_read> reads) {\n        {~    void send_all(std::vector<cache_read> reads) {\n        if ((true)) { for (auto& r : reads) send(r); return; }\n        {~integration:tree cache: a subtree too large*
 EOF
 )
 
