@@ -13,6 +13,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <future>
+
 using namespace std::chrono_literals;
 using zkr::test::eventually;
 using zkr::test::first_server;
@@ -112,6 +114,15 @@ TEST_CASE("persistent node: another session's node is waited out, never adopted"
     zkr::persistent_node node(c, path, zkr::create_mode::ephemeral, "ours");
     node.start();
     CHECK_FALSE(node.wait_for_initial_create(500ms));
+    // A wait with no end is ended by close() from another thread.
+    {
+        zkr::persistent_node blocked(c, path, zkr::create_mode::ephemeral, "ours too");
+        blocked.start();
+        auto waiting = std::async(std::launch::async, [&] { return blocked.wait_for_initial_create(std::chrono::milliseconds::max()); });
+        CHECK(waiting.wait_for(200ms) == std::future_status::timeout);
+        blocked.close();
+        CHECK_FALSE(zkr::test::get_within(waiting, 10s));
+    }
     CHECK(holds_throughout([&] { return data_of(c, path) == "theirs" && owner_of(c, path) == squatter->session_id(); }, 500ms));
     CHECK(node.actual_path().empty());
     squatter.reset();  // its session ends, and its node with it
@@ -189,6 +200,7 @@ TEST_CASE("group member: members see each other, themselves included, and a leav
     b.start();
     REQUIRE(a.wait_joined(10s));
     REQUIRE(b.wait_joined(10s));
+    CHECK(a.wait_joined(std::chrono::milliseconds::max()));  // for ever: no deadline overflows
     std::map<std::string, std::string> both{{"host-a", "pa"}, {"host-b", "pb"}};
     CHECK(eventually([&] { return a.members() == both && b.members() == both; }));
     b.set_payload("pb2");

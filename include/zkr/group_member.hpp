@@ -34,7 +34,7 @@ public:
     /// Joins: makes this member's node and starts reading the group.
     void start();
     /// Blocks until this member's node was made and the group read once (true), or `timeout`
-    /// passes (false).
+    /// passes (false). milliseconds::max() waits for ever.
     bool wait_joined(std::chrono::milliseconds timeout);
     /// Every member as last read, id -> payload; this member always among them, with its own
     /// payload.

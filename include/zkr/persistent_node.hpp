@@ -55,7 +55,8 @@ public:
     /// Makes the node (in the background). A second call does nothing; std::logic_error after
     /// close().
     void start();
-    /// Blocks until the node was made once (true) or `timeout` passes (false).
+    /// Blocks until the node was made once (true), or `timeout` passes or close() is called
+    /// (false if it was never made). milliseconds::max() waits for ever.
     bool wait_for_initial_create(std::chrono::milliseconds timeout);
     /// The node's path as made ("" before it is): differs from path() with protection or a
     /// sequential mode.

@@ -112,6 +112,7 @@ public:
     /// 1 MB of paths with the default client_options::max_request_size): the log says which.
     bool initialized() const;
     /// Blocks until initialized() (true) or `timeout` passes (false); false at once when closed.
+    /// milliseconds::max() waits for ever.
     bool wait_initialized(std::chrono::milliseconds timeout);
     /// Completes when initialized() (at once if it is). Handler: void(zkr::error_code);
     /// errc::cancelled when the cache closes first or by per-operation cancellation (any type).

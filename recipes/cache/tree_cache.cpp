@@ -47,6 +47,9 @@ const char* to_string(cache_event_type t) noexcept {
 namespace zkr::detail {
 namespace asio = boost::asio;
 
+// A timeout this long (milliseconds::max() among them) waits for ever.
+constexpr std::chrono::milliseconds forever = std::chrono::hours(24 * 365 * 100);
+
 class cache_impl : public std::enable_shared_from_this<cache_impl> {
 public:
     cache_impl(session_port& port, std::string path, const cache_options& o)
@@ -134,7 +137,9 @@ public:
 
     bool wait_initialized(std::chrono::milliseconds timeout) {
         std::unique_lock lock(mutex_);
-        initialized_cv_.wait_for(lock, timeout, [&] { return closed_ || sync_.initialized(); });
+        auto done = [&] { return closed_ || sync_.initialized(); };
+        if (timeout >= forever) initialized_cv_.wait(lock, done);  // no deadline to overflow
+        else initialized_cv_.wait_for(lock, timeout, done);
         return !closed_ && sync_.initialized();
     }
 

@@ -37,10 +37,11 @@ void group_member::start() {
 }
 
 bool group_member::wait_joined(std::chrono::milliseconds timeout) {
-    auto deadline = std::chrono::steady_clock::now() + timeout;
+    auto start = std::chrono::steady_clock::now();
     if (!node_.wait_for_initial_create(timeout)) return false;
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    return cache_.wait_initialized(std::max(left, std::chrono::milliseconds(0)));
+    // What is left of `timeout` (milliseconds::max() stays so: no deadline is computed to overflow).
+    auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+    return cache_.wait_initialized(spent >= timeout ? std::chrono::milliseconds(0) : timeout - spent);
 }
 
 std::map<std::string, std::string> group_member::members() const {

@@ -99,7 +99,10 @@ public:
 
     bool wait_for_initial_create(std::chrono::milliseconds timeout) {
         std::unique_lock lock(mutex_);
-        return created_cv_.wait_for(lock, timeout, [&] { return made_once_; });
+        auto made = [&] { return made_once_ || closed_; };
+        if (timeout >= std::chrono::hours(24 * 365 * 100)) created_cv_.wait(lock, made);  // for ever: no deadline to overflow
+        else created_cv_.wait_for(lock, timeout, made);
+        return made_once_;
     }
 
     std::string actual_path() const {
