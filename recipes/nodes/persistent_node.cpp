@@ -201,7 +201,6 @@ private:
         }
         if (settle_doubt) return settle(*port);
         bool first_sequential = is_sequential(mode);
-        std::weak_ptr<persistent_node_impl> weak = weak_from_this();
         port->create(path, std::move(data), mode,
                      completion<create_result>(completion<create_result>::inline_fn(
                          [self = shared_from_this(), path, gen, first_sequential, session](
@@ -224,8 +223,9 @@ private:
                                  })));
             return;
         }
-        if (first_sequential && is_retryable(ec)) {
-            // Made or not: a listing of the parent settles it by our prefix.
+        if (first_sequential && (is_retryable(ec) || is_session_lost(ec)) && ec != errc::client_closed) {
+            // Made or not (a persistent one outlives the session too): a listing of the parent
+            // settles it by our prefix.
             std::lock_guard lock(mutex_);
             in_doubt_ = true;
             doubt_session_ = session;
