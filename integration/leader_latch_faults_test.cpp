@@ -417,7 +417,10 @@ TEST_CASE("leader latch faults: CURATOR-696, sessions given up while the ensembl
     }
     // Both old sessions end on the server; then exactly one latch leads, on a node of its new
     // session, with a token newer than any before the outage.
-    REQUIRE(eventually([&] { return ca.is_connected() && cb.is_connected(); }, deadline));
+    // The observer too: its calls give up after a second, and after the restart its C client
+    // waits a third of its session timeout before reconnecting (an exists() that timed out there
+    // failed the test once under ASan in a CI run).
+    REQUIRE(eventually([&] { return ca.is_connected() && cb.is_connected() && observer.is_connected(); }, deadline));
     auto* leader = one_leader({&a, &b}, 40s);
     auto& leader_client = leader == &a ? ca : cb;
     CHECK(leader->fencing_token() > newest_before);
