@@ -208,10 +208,10 @@ TEST_CASE("async_unlock completes after the node is gone", "[async_hold]") {
     for (int i = 0; i < 5; ++i) {
         auto hold = get_within(m.async_lock(asio::use_future));
         std::string node = hold.node_path();
-        REQUIRE(observer.exists(node).exists);
+        // Another session reads a follower at most a moment behind; on a standalone server, at once.
+        REQUIRE(eventually([&] { return observer.exists(node).exists; }, 2s));
         get_within(hold.async_unlock(asio::use_future));
         CHECK_FALSE(hold.owns_lock());
-        // Another session reads a follower at most a moment behind; on a standalone server, at once.
         CHECK(eventually([&] { return !observer.exists(node).exists; }, 2s));
     }
     zkr::lock_hold empty;

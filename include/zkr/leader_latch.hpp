@@ -130,7 +130,8 @@ public:
 
     /// Everyone in the election in queue order, the first one leading, with their ids (one
     /// listing, then one read per node in one round trip; nodes that leave meanwhile are
-    /// skipped). Throws zkr::system_error when it cannot list.
+    /// skipped), read from this client's server (see lock_view::participants). Throws
+    /// zkr::system_error when it cannot list.
     std::vector<election_participant> participants() const;
     /// The leader, if anyone takes part.
     std::optional<election_participant> leader() const;

@@ -148,7 +148,9 @@ public:
     /// believes (docs/lock-loss-and-fencing.md). Throws errc::not_owner.
     op::guard guard() const { return detail::guard(target_, write_); }
     /// Everyone in the queue, holders first, with their owners (one listing, one read per node;
-    /// a node whose data may not be read is listed with owner_error set).
+    /// a node whose data may not be read is listed with owner_error set). Read from this
+    /// client's server: ZooKeeper orders reads per client, so a contender that queued through
+    /// another server a moment ago may show only after this client's next write.
     std::vector<participant> participants() const { return detail::participants(target_); }
     /// The lock path.
     const std::string& path() const noexcept { return target_.path; }
