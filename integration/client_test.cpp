@@ -168,6 +168,34 @@ TEST_CASE("multi applies all or nothing and reports each op", "[client]") {
     CHECK(c.multi({}).empty());
 }
 
+TEST_CASE("a multi whose reply is lost is resent under the retry policy, like the other writes", "[client]") {
+    std::string connect = test_connect_string(), base = unique_path("multi-lost-reply");
+    zkr::testkit::proxy proxy(zkr::test::first_server(connect));
+    zkr::client c(test_options(proxy.address(), 10000ms));
+    c.create_parents(base + "/a");
+    // Applied, its reply lost (libzookeeper_mt then fills every op's result with the connection
+    // loss), resent on the same session: an unconditional set lands again, the caller never sees
+    // the loss.
+    proxy.lose_next_reply({zkr::test::zk_op::multi});
+    auto results = c.multi({zkr::op::set_data{base + "/a", "second"}, zkr::op::check{base}});
+    CHECK(proxy.replies_lost() == 1);
+    REQUIRE(results.size() == 2);
+    CHECK(c.get_data(base + "/a").data == "second");
+    // A versioned one whose first try was applied fails as it would a second time.
+    auto version = c.exists(base + "/a").stat.version;
+    proxy.lose_next_reply({zkr::test::zk_op::multi});
+    zkr::error_code ec;
+    results = c.multi({zkr::op::set_data{base + "/a", "third", version}}, ec);
+    CHECK(proxy.replies_lost() == 2);
+    CHECK(ec == errc::bad_version);
+    CHECK(c.get_data(base + "/a").data == "third");
+    // One with a sequential create is never resent: the loss is the caller's to settle.
+    proxy.lose_next_reply({zkr::test::zk_op::multi});
+    c.multi({zkr::op::create{base + "/s-", "", zkr::create_mode::persistent_sequential}}, ec);
+    CHECK(ec == errc::connection_loss);
+    CHECK(c.get_children(base).children.size() == 2);  // "a" and the one sequential node
+}
+
 TEST_CASE("async forms: callback and future and coroutine", "[client][async]") {
     zkr::client c(test_options(test_connect_string()));
     std::string base = unique_path("async");

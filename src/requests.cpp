@@ -224,6 +224,13 @@ bool has_sequential_create(const std::vector<multi_op>& ops) {
     return false;
 }
 
+// Codes that say the request did not get an answer from the server (as opposed to an op's
+// failure, which a server gives per op).
+bool is_transport_failure(int rc) {
+    return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZSESSIONEXPIRED || rc == ZCLOSING ||
+           rc == ZINVALIDSTATE || rc == ZSESSIONMOVED;
+}
+
 class multi_request final : public typed_request<std::vector<multi_op_result>> {
 public:
     multi_request(client_impl& c, std::vector<multi_op> ops, completion<std::vector<multi_op_result>> done)
@@ -302,7 +309,10 @@ private:
                 out[i].path = r->path_buffers_[w].c_str();
             if (err == ZOK && std::holds_alternative<op::set_data>(r->ops_[i])) out[i].stat = to_stat(r->stats_[w]);
         }
-        // A transport failure (no per-op answers) may be retried; an op's failure is final.
+        // A transport failure may be retried; an op's failure is final. libzookeeper_mt 3.8 fills
+        // every op's result with the transport error too (a connection loss reads as -4 on each
+        // op), so those codes never count as the server's answer.
+        if (is_transport_failure(rc)) answered = false;
         if (rc != ZOK && !answered) return r->client.on_failure(r, rc);
         error_code ec = first_failure != ZOK ? first_error : make_zk_error_code(rc);
         r->finish(ec, std::move(out));

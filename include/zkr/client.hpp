@@ -343,8 +343,10 @@ public:
 
     /// Applies `ops` as one transaction: all of them, or none. Handler: void(zkr::error_code,
     /// std::vector<zkr::multi_op_result>), one result per op, in order; on failure the error is
-    /// the first failing op's, and each result's error says which one failed. Not retried when
-    /// it holds a sequential create.
+    /// the first failing op's, and each result's error says which one failed. Resent under the
+    /// retry policy when the connection is lost before the answer, like the other writes (a
+    /// transaction whose first try was applied then fails as its ops would a second time); never
+    /// when it holds a sequential create.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_multi(std::vector<multi_op> ops, CompletionToken&& token = {}) {
         return start<void(error_code, std::vector<multi_op_result>)>(
