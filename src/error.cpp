@@ -65,6 +65,9 @@ public:
             case errc::too_many_watches:
                 return "too many watches on this client: a reconnection could not set them again in one request "
                        "(client_options::max_request_size); spread the waiters over more clients";
+            case errc::outcome_unknown:
+                return "the session was lost before the change was answered, and it cannot be told whether it "
+                       "was applied";
         }
         return "unknown zkr error " + std::to_string(value);
     }

@@ -76,6 +76,8 @@ enum class errc : int {
     too_many_watches,        ///< a watch refused: with it, the watches a reconnection sets again (in
                              ///< one request) would exceed client_options::max_request_size, and the
                              ///< server would drop every reconnection for ever (docs/operations.md)
+    outcome_unknown,         ///< a change whose session was lost before its answer came, which zkr
+                             ///< could not settle afterwards: it may or may not have been applied
 };
 
 /// The category of every zkr::errc value, named "zkr" (with a fixed id: it compares equal across

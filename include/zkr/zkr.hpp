@@ -2,13 +2,18 @@
 /// zkr: ZooKeeper recipes for C++ — the umbrella header.
 #pragma once
 
+#include "zkr/atomic.hpp"
+#include "zkr/barrier.hpp"
 #include "zkr/client.hpp"
+#include "zkr/count_down_latch.hpp"
+#include "zkr/double_barrier.hpp"
 #include "zkr/election_types.hpp"
 #include "zkr/leader_latch.hpp"
 #include "zkr/leader_observer.hpp"
 #include "zkr/leader_selector.hpp"
 #include "zkr/error.hpp"
 #include "zkr/group_member.hpp"
+#include "zkr/id_generator.hpp"
 #include "zkr/lock_hold.hpp"
 #include "zkr/lock_protocol.hpp"
 #include "zkr/lock_types.hpp"

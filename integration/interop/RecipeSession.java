@@ -155,6 +155,11 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.recipes.atomic.AtomicValue;
+import org.apache.curator.framework.recipes.atomic.DistributedAtomicLong;
+import org.apache.curator.framework.recipes.barriers.DistributedBarrier;
+import org.apache.curator.framework.recipes.barriers.DistributedDoubleBarrier;
+import org.apache.curator.retry.RetryNTimes;
 import org.apache.curator.framework.recipes.leader.CancelLeadershipException;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.leader.LeaderLatchListener;
@@ -496,6 +501,52 @@ final class RecipeSession {
         void close(String arg) throws Exception {
             member.close();
         }
+    }
+
+    // ------------------------------------------------------------------ barriers, counters
+
+    static final class BarrierObj extends Obj {
+        final DistributedBarrier barrier;
+
+        BarrierObj(String name, String path) {
+            super(name);
+            barrier = new DistributedBarrier(client, path);
+        }
+
+        @Override
+        void close(String arg) {
+        }
+    }
+
+    static final class DoubleBarrierObj extends Obj {
+        final DistributedDoubleBarrier barrier;
+
+        DoubleBarrierObj(String name, String path, int members) {
+            super(name);
+            barrier = new DistributedDoubleBarrier(client, path, members);
+        }
+
+        @Override
+        void close(String arg) {
+        }
+    }
+
+    static final class AtomicLongObj extends Obj {
+        final DistributedAtomicLong value;
+
+        AtomicLongObj(String name, String path) {
+            super(name);
+            // Contention is retried (as zkr's counter does); connection loss is not Curator's to retry.
+            value = new DistributedAtomicLong(client, path, new RetryNTimes(1000, 1));
+        }
+
+        @Override
+        void close(String arg) {
+        }
+    }
+
+    static String atomicResult(AtomicValue<Long> v) {
+        return v.succeeded() + " " + v.preValue() + " " + v.postValue();
     }
 
     // ------------------------------------------------------------------ LeaderSelector
@@ -883,6 +934,97 @@ final class RecipeSession {
                         out.add(enc(e.getKey()) + " " + enc(e.getValue()));
                     }
                     return out.size() + (out.isEmpty() ? "" : " " + String.join(" ", out));
+                });
+                return;
+            }
+
+            // ---- DistributedBarrier
+            case "barrier-new": {
+                need(a, 2, 2, "barrier-new NAME PATH");
+                register(new BarrierObj(a[2], a[3]));
+                emit("ok", tag);
+                return;
+            }
+            case "barrier-set": {
+                need(a, 1, 1, "barrier-set NAME");
+                BarrierObj o = get(a[2], BarrierObj.class);
+                onPool(tag, () -> {
+                    o.barrier.setBarrier();
+                    return null;
+                });
+                return;
+            }
+            case "barrier-remove": {
+                need(a, 1, 1, "barrier-remove NAME");
+                BarrierObj o = get(a[2], BarrierObj.class);
+                onPool(tag, () -> {
+                    o.barrier.removeBarrier();
+                    return null;
+                });
+                return;
+            }
+            case "barrier-wait": {
+                need(a, 2, 2, "barrier-wait NAME MS");
+                BarrierObj o = get(a[2], BarrierObj.class);
+                long ms = Long.parseLong(a[3]);
+                onActor(o, tag, () -> Boolean.toString(o.barrier.waitOnBarrier(ms, TimeUnit.MILLISECONDS)));
+                return;
+            }
+
+            // ---- DistributedDoubleBarrier
+            case "dbarrier-new": {
+                need(a, 3, 3, "dbarrier-new NAME PATH MEMBERS");
+                register(new DoubleBarrierObj(a[2], a[3], intArg(a[4], "MEMBERS", 1)));
+                emit("ok", tag);
+                return;
+            }
+            case "dbarrier-enter": {
+                need(a, 2, 2, "dbarrier-enter NAME MS");
+                DoubleBarrierObj o = get(a[2], DoubleBarrierObj.class);
+                long ms = Long.parseLong(a[3]);
+                onActor(o, tag, () -> Boolean.toString(o.barrier.enter(ms, TimeUnit.MILLISECONDS)));
+                return;
+            }
+            case "dbarrier-leave": {
+                need(a, 2, 2, "dbarrier-leave NAME MS");
+                DoubleBarrierObj o = get(a[2], DoubleBarrierObj.class);
+                long ms = Long.parseLong(a[3]);
+                onActor(o, tag, () -> Boolean.toString(o.barrier.leave(ms, TimeUnit.MILLISECONDS)));
+                return;
+            }
+
+            // ---- DistributedAtomicLong
+            case "along-new": {
+                need(a, 2, 2, "along-new NAME PATH");
+                register(new AtomicLongObj(a[2], a[3]));
+                emit("ok", tag);
+                return;
+            }
+            case "along-get": {
+                need(a, 1, 1, "along-get NAME");
+                AtomicLongObj o = get(a[2], AtomicLongObj.class);
+                onActor(o, tag, () -> atomicResult(o.value.get()));
+                return;
+            }
+            case "along-add": {
+                need(a, 2, 2, "along-add NAME DELTA");
+                AtomicLongObj o = get(a[2], AtomicLongObj.class);
+                long delta = Long.parseLong(a[3]);
+                onActor(o, tag, () -> atomicResult(o.value.add(delta)));
+                return;
+            }
+            case "along-increments": {
+                need(a, 2, 2, "along-increments NAME TIMES");
+                AtomicLongObj o = get(a[2], AtomicLongObj.class);
+                int times = intArg(a[3], "TIMES", 0);
+                onActor(o, tag, () -> {
+                    int succeeded = 0;
+                    for (int i = 0; i < times; ++i) {
+                        if (o.value.increment().succeeded()) {
+                            ++succeeded;
+                        }
+                    }
+                    return Integer.toString(succeeded);
                 });
                 return;
             }

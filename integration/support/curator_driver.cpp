@@ -362,6 +362,40 @@ std::map<std::string, std::string> curator_session::group_members(const std::str
     return out;
 }
 
+// ------------------------------------------------------------------ barriers, counters
+
+void curator_session::barrier_new(const std::string& name, const std::string& path) { call("barrier-new " + name + " " + path); }
+void curator_session::barrier_set(const std::string& name) { call("barrier-set " + name); }
+void curator_session::barrier_remove(const std::string& name) { call("barrier-remove " + name); }
+std::string curator_session::barrier_wait_send(const std::string& name, ms timeout) {
+    return send("barrier-wait " + name + " " + std::to_string(timeout.count()));
+}
+void curator_session::dbarrier_new(const std::string& name, const std::string& path, int members) {
+    call("dbarrier-new " + name + " " + path + " " + std::to_string(members));
+}
+std::string curator_session::dbarrier_enter_send(const std::string& name, ms timeout) {
+    return send("dbarrier-enter " + name + " " + std::to_string(timeout.count()));
+}
+std::string curator_session::dbarrier_leave_send(const std::string& name, ms timeout) {
+    return send("dbarrier-leave " + name + " " + std::to_string(timeout.count()));
+}
+void curator_session::along_new(const std::string& name, const std::string& path) { call("along-new " + name + " " + path); }
+namespace {
+std::tuple<bool, std::int64_t, std::int64_t> atomic_reply(const curator_line& l) {
+    if (l.args.size() != 3) throw std::runtime_error("malformed atomic reply '" + l.text + "'");
+    return {l.args[0] == "true", std::stoll(l.args[1]), std::stoll(l.args[2])};
+}
+}  // namespace
+std::tuple<bool, std::int64_t, std::int64_t> curator_session::along_get(const std::string& name) {
+    return atomic_reply(call("along-get " + name));
+}
+std::tuple<bool, std::int64_t, std::int64_t> curator_session::along_add(const std::string& name, std::int64_t delta) {
+    return atomic_reply(call("along-add " + name + " " + std::to_string(delta)));
+}
+std::string curator_session::along_increments_send(const std::string& name, int times) {
+    return send("along-increments " + name + " " + std::to_string(times));
+}
+
 // ------------------------------------------------------------------ LeaderSelector
 
 void curator_session::selector_start(const std::string& name, const std::string& path, const std::string& id,

@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -150,6 +151,23 @@ public:
     curator_latch_info latch_info(const std::string& name);
     curator_participant latch_leader(const std::string& name);
     std::vector<curator_participant> latch_participants(const std::string& name);
+
+    // ---- DistributedBarrier, DistributedDoubleBarrier, DistributedAtomicLong (RetryNTimes(1000, 1))
+    void barrier_new(const std::string& name, const std::string& path);
+    void barrier_set(const std::string& name);
+    void barrier_remove(const std::string& name);
+    /// Sends waitOnBarrier(ms); the tag, for reply(): "true" or "false".
+    std::string barrier_wait_send(const std::string& name, ms timeout);
+    void dbarrier_new(const std::string& name, const std::string& path, int members);
+    /// Sends enter(ms) / leave(ms); the tag, for reply(): "true" or "false".
+    std::string dbarrier_enter_send(const std::string& name, ms timeout);
+    std::string dbarrier_leave_send(const std::string& name, ms timeout);
+    void along_new(const std::string& name, const std::string& path);
+    /// get() / add(delta): {succeeded, pre, post}.
+    std::tuple<bool, std::int64_t, std::int64_t> along_get(const std::string& name);
+    std::tuple<bool, std::int64_t, std::int64_t> along_add(const std::string& name, std::int64_t delta);
+    /// Sends `times` increments; the tag, for reply(): how many succeeded.
+    std::string along_increments_send(const std::string& name, int times);
 
     // ---- LeaderSelector
     // GroupMember

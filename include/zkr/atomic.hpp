@@ -1,0 +1,118 @@
+/// \file
+/// zkr::atomic_long, zkr::atomic_int — a counter in one node, wire-compatible with Curator 5.4's
+/// DistributedAtomicLong (8-byte big-endian) and DistributedAtomicInteger (4-byte; also
+/// SharedCount's layout), changed optimistically (a versioned write) and exactly once.
+#pragma once
+#include "zkr/export.hpp"
+
+#include "zkr/client.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace zkr {
+
+/// The outcome of a counter operation (Curator's AtomicValue): check `succeeded` — a change that
+/// lost to other writers `max_attempts` times in a row did not happen.
+template <class T>
+struct atomic_result {
+    bool succeeded = false;  ///< whether the change was applied (for get(): read)
+    T pre{};                 ///< the value before (for a failed change: the value last read)
+    T post{};                ///< the value after (for a failed change: the same as pre)
+    int attempts = 0;        ///< versioned writes sent (1 when nobody else wrote meanwhile)
+};
+
+/// How a counter retries when another writer changed the node between its read and its write.
+struct atomic_options {
+    /// Versioned writes per operation before it gives up (succeeded = false). At least 1.
+    int max_attempts = 100;
+};
+
+namespace detail {
+class atomic_engine;
+}
+
+/// A 64-bit counter at `path` (Curator's DistributedAtomicLong layout: one persistent node, its
+/// missing parents as containers, the value as 8 big-endian bytes; no node or no data reads as 0).
+///
+/// Exactly once: each change is one transaction that also bumps the version of this object's
+/// own ephemeral child of the counter ("zkr-writer-<uuid>", holding the change's pre and post
+/// values), at the version this object last wrote it. A transaction resent after its reply was
+/// lost fails whole if its first try was applied, and the child's data says what was applied: the
+/// change is never applied twice (Curator retries it blindly and counts twice). Should the session
+/// itself be lost between a change and its answer, the child goes with it: if the counter is
+/// unchanged since, nothing was applied and the change is made on the new session; if it changed,
+/// whether by this change or by another writer cannot be known, and the call throws
+/// errc::outcome_unknown instead of guessing. Either way it is never applied twice.
+///
+/// Cost: the value and version this object last saw are kept, so an uncontended change is one
+/// request and one round trip (the first change of a session also makes the child). Children
+/// of the counter are ignored by Curator; while an object lives, the counter cannot be deleted
+/// without deleting its child first. Thread-safe: one operation at a time per object.
+class ZKR_EXPORT atomic_long {
+public:
+    /// Throws std::invalid_argument for a bad path (naming the rule) or options,
+    /// zkr::system_error(client_closed) for a closed client. Sends nothing.
+    atomic_long(client& c, std::string path, atomic_options options = {});
+    /// Deletes this object's child (guaranteed delete, not waited for).
+    ~atomic_long();
+    atomic_long(const atomic_long&) = delete;
+    atomic_long& operator=(const atomic_long&) = delete;
+
+    /// Reads the value (pre == post). Throws zkr::system_error; bad_arguments when the node holds
+    /// neither 0 nor 8 bytes (naming the path and the length).
+    atomic_result<std::int64_t> get();
+    /// Adds `delta` (wrapping, as Java's long does). Throws zkr::system_error.
+    atomic_result<std::int64_t> add(std::int64_t delta);
+    /// Subtracts `delta`.
+    atomic_result<std::int64_t> subtract(std::int64_t delta);
+    /// Adds 1.
+    atomic_result<std::int64_t> increment() { return add(1); }
+    /// Subtracts 1.
+    atomic_result<std::int64_t> decrement() { return add(-1); }
+    /// Sets `value` if the counter holds `expected` (no node counts as 0): succeeded tells. A
+    /// counter found holding something else is not retried (pre is what it held).
+    atomic_result<std::int64_t> compare_and_set(std::int64_t expected, std::int64_t value);
+    /// Sets `value` whatever the counter holds (made if missing). Throws zkr::system_error.
+    void force_set(std::int64_t value);
+    /// The counter's path.
+    const std::string& path() const noexcept;
+
+private:
+    std::shared_ptr<detail::atomic_engine> engine_;
+};
+
+/// A 32-bit counter: atomic_long's algorithm on Curator's DistributedAtomicInteger layout (4
+/// big-endian bytes, which SharedCount and zkr::shared_count read too).
+class ZKR_EXPORT atomic_int {
+public:
+    /// As atomic_long's.
+    atomic_int(client& c, std::string path, atomic_options options = {});
+    /// As atomic_long's.
+    ~atomic_int();
+    atomic_int(const atomic_int&) = delete;
+    atomic_int& operator=(const atomic_int&) = delete;
+
+    /// As atomic_long::get (the node must hold 0 or 4 bytes).
+    atomic_result<std::int32_t> get();
+    /// Adds `delta` (wrapping).
+    atomic_result<std::int32_t> add(std::int32_t delta);
+    /// Subtracts `delta`.
+    atomic_result<std::int32_t> subtract(std::int32_t delta);
+    /// Adds 1.
+    atomic_result<std::int32_t> increment() { return add(1); }
+    /// Subtracts 1.
+    atomic_result<std::int32_t> decrement() { return add(-1); }
+    /// As atomic_long::compare_and_set.
+    atomic_result<std::int32_t> compare_and_set(std::int32_t expected, std::int32_t value);
+    /// As atomic_long::force_set.
+    void force_set(std::int32_t value);
+    /// The counter's path.
+    const std::string& path() const noexcept;
+
+private:
+    std::shared_ptr<detail::atomic_engine> engine_;
+};
+
+}  // namespace zkr

@@ -1,0 +1,57 @@
+/// \file
+/// zkr::barrier — a gate that holds everyone until it is removed, wire-compatible with Curator
+/// 5.4's DistributedBarrier: the barrier is up while its node exists.
+#pragma once
+#include "zkr/export.hpp"
+
+#include "zkr/client.hpp"
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+namespace zkr {
+
+namespace detail {
+class session_port;
+}
+
+/// A barrier at `path`: set() puts it up (makes the node, its missing parents as containers),
+/// remove() takes it down (deletes the node), and waiters pass once the node is gone. Curator's
+/// DistributedBarrier on the same path sets, removes and waits on the same node.
+///
+/// Waits block the calling thread, never the client's. A waiter that gives up removes its watch
+/// (Curator leaks one per timed-out wait, CURATOR-654). A lost connection or session never lets a
+/// waiter through: only the node's absence, read from the server, does. Thread-safe.
+class ZKR_EXPORT barrier {
+public:
+    /// Throws std::invalid_argument for a path ZooKeeper does not take (naming the rule),
+    /// zkr::system_error(client_closed) for a closed client. Sends nothing.
+    barrier(client& c, std::string path);
+    ~barrier();
+    barrier(const barrier&) = delete;
+    barrier& operator=(const barrier&) = delete;
+
+    /// Puts the barrier up; already up is fine. Throws zkr::system_error.
+    void set();
+    /// Takes it down, releasing every waiter; already down is fine. Throws zkr::system_error.
+    void remove();
+    /// Whether it is up, as this client's server sees it now. Throws zkr::system_error.
+    bool is_set() const;
+    /// Blocks until the barrier is down (true) or `timeout` passed (false; its watch removed);
+    /// milliseconds::max() waits for ever, 0 reads once (a poll, answered within a session
+    /// timeout however the server is). Throws zkr::system_error (client_closed, or a read
+    /// that failed for good under the client's retry policy).
+    bool wait_for(std::chrono::milliseconds timeout);
+    /// Blocks until the barrier is down.
+    void wait() { wait_for(std::chrono::milliseconds::max()); }
+    /// The barrier's path.
+    const std::string& path() const noexcept { return path_; }
+
+private:
+    std::shared_ptr<detail::session_port> port() const;
+    std::weak_ptr<detail::session_port> port_;
+    std::string path_;
+};
+
+}  // namespace zkr

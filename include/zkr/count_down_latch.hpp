@@ -1,0 +1,68 @@
+/// \file
+/// zkr::count_down_latch — java.util.concurrent.CountDownLatch across processes (Redisson's
+/// RCountDownLatch on ZooKeeper): a count set once, counted down by anyone, awaited by anyone.
+#pragma once
+#include "zkr/export.hpp"
+
+#include "zkr/client.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace zkr {
+
+namespace detail {
+class session_port;
+}
+
+/// A count-down latch at `path`. Layout: the node `path` holds the count left as an 8-byte
+/// big-endian integer (Curator's DistributedAtomicLong reads it); each count-down leaves a
+/// persistent child "cd-<uuid>" made in the same transaction that lowers the count, so a
+/// count-down whose reply is lost is never applied twice; the transaction that brings the count
+/// to 0 also makes the child "released", which is all a waiter watches (no herd: a count-down
+/// wakes nobody until the last one).
+///
+/// The latch stays on the server once released (a later await_for() passes at once) until
+/// someone deletes it (remove()). Thread-safe; blocks the calling thread, never the client's.
+class ZKR_EXPORT count_down_latch {
+public:
+    /// Throws std::invalid_argument for a bad path (naming the rule),
+    /// zkr::system_error(client_closed) for a closed client. Sends nothing.
+    count_down_latch(client& c, std::string path);
+    ~count_down_latch();
+    count_down_latch(const count_down_latch&) = delete;
+    count_down_latch& operator=(const count_down_latch&) = delete;
+
+    /// Gives the latch its count if it has none: true if this call set it, false if the latch
+    /// already had one (whoever set it; a reply lost and resent is still told true). A count of
+    /// 0 makes it released at once. Missing parents are made as containers. Throws
+    /// std::invalid_argument for a negative count, zkr::system_error.
+    bool try_set_count(std::int64_t count);
+    /// Lowers the count by one, exactly once per call even when a reply is lost and the request
+    /// resent; nothing once it is 0. Throws zkr::system_error: no_node when the latch has no
+    /// count yet (the count-down is not kept for later), bad_arguments when its node does not
+    /// hold an 8-byte count.
+    void count_down();
+    /// Blocks until the count reached 0 (true) or `timeout` passed (false; its watch removed).
+    /// milliseconds::max() waits for ever, 0 reads once (as barrier::wait_for). A latch with no
+    /// count yet is waited for too.
+    bool await_for(std::chrono::milliseconds timeout);
+    /// Blocks until the count reached 0.
+    void await() { await_for(std::chrono::milliseconds::max()); }
+    /// The count left (0 for a latch with no count). Throws zkr::system_error.
+    std::int64_t count() const;
+    /// Deletes the latch, its count-downs and its release, so the path can serve again. Throws
+    /// zkr::system_error.
+    void remove();
+    /// The latch's path.
+    const std::string& path() const noexcept { return path_; }
+
+private:
+    std::shared_ptr<detail::session_port> port() const;
+    std::weak_ptr<detail::session_port> port_;
+    std::string path_, released_;
+};
+
+}  // namespace zkr

@@ -1,0 +1,280 @@
+// zkr::atomic_long, zkr::atomic_int and zkr::id_generator against real ZooKeeper servers, beside
+// Curator's DistributedAtomicLong, with replies lost and sessions closed between request and reply.
+#include "support/curator_driver.hpp"
+#include "support/servers.hpp"
+#include "support/session_tools.hpp"
+#include "zkr/atomic.hpp"
+#include "zkr/client.hpp"
+#include "zkr/id_generator.hpp"
+#include "zkr/path.hpp"
+#include "zkr/shared_count.hpp"
+#include "zkr/testkit.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <future>
+#include <set>
+#include <thread>
+
+using namespace std::chrono_literals;
+using zkr::errc;
+using zkr::test::eventually;
+using zkr::test::first_server;
+using zkr::test::test_connect_string;
+using zkr::test::test_options;
+using zkr::test::unique_path;
+
+namespace {
+std::string bytes(std::initializer_list<int> b) {
+    std::string s;
+    for (int c : b) s.push_back(static_cast<char>(c));
+    return s;
+}
+}  // namespace
+
+TEST_CASE("atomic long: each operation's result and the node's bytes (Curator's layout)", "[atomic]") {
+    zkr::client c(test_options(test_connect_string()));
+    std::string path = unique_path("atomic") + "/orders";
+    zkr::atomic_long orders(c, path);
+    auto r = orders.get();
+    CHECK(r.succeeded);
+    CHECK(r.pre == 0);
+    CHECK(r.post == 0);
+    CHECK_FALSE(c.exists(path).exists);  // a read makes nothing
+
+    r = orders.increment();
+    CHECK((r.succeeded && r.pre == 0 && r.post == 1 && r.attempts == 1));
+    CHECK(c.get_data(path).data == bytes({0, 0, 0, 0, 0, 0, 0, 1}));
+    r = orders.add(5);
+    CHECK((r.succeeded && r.pre == 1 && r.post == 6));
+    r = orders.decrement();
+    CHECK((r.succeeded && r.pre == 6 && r.post == 5));
+    r = orders.subtract(7);
+    CHECK((r.succeeded && r.pre == 5 && r.post == -2));
+    CHECK(c.get_data(path).data == bytes({0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfe}));
+    r = orders.compare_and_set(7, 8);
+    CHECK_FALSE(r.succeeded);
+    CHECK(r.pre == -2);
+    r = orders.compare_and_set(-2, 8);
+    CHECK((r.succeeded && r.pre == -2 && r.post == 8));
+    orders.force_set(0);
+    CHECK(orders.get().post == 0);
+    orders.force_set(std::numeric_limits<std::int64_t>::max());
+    r = orders.increment();  // wraps, as Java's long does
+    CHECK(r.post == std::numeric_limits<std::int64_t>::min());
+
+    // Another object sees the same counter; its cache is refreshed by a lost race.
+    zkr::atomic_long other(c, path);
+    other.force_set(100);
+    r = orders.increment();
+    CHECK((r.succeeded && r.pre == 100 && r.post == 101 && r.attempts == 2));
+
+    // atomic_int: 4 bytes, the layout shared_count reads.
+    std::string ipath = unique_path("atomic-int");
+    zkr::atomic_int i(c, ipath);
+    CHECK(i.add(41).post == 41);
+    CHECK(i.increment().post == 42);
+    CHECK(c.get_data(ipath).data == bytes({0, 0, 0, 42}));
+    zkr::shared_count count(c, ipath, 0);
+    CHECK(count.get() == 42);
+    CHECK(i.compare_and_set(42, -1).succeeded);
+    CHECK(eventually([&] { return count.get() == -1; }));
+}
+
+TEST_CASE("atomic long: 8 writers x 50 increments, every one applied once and seen once", "[atomic]") {
+    std::string connect = test_connect_string(), path = unique_path("atomic-contended");
+    std::mutex m;
+    std::vector<std::int64_t> posts;
+    int failed = 0;
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 8; ++t) {
+        threads.emplace_back([&] {
+            zkr::client c(test_options(connect));
+            zkr::atomic_long counter(c, path);
+            for (int n = 0; n < 50; ++n) {
+                auto r = counter.increment();
+                std::lock_guard lock(m);
+                if (!r.succeeded || r.post != r.pre + 1) ++failed;
+                posts.push_back(r.post);
+            }
+        });
+    }
+    for (auto& t : threads) t.join();
+    CHECK(failed == 0);
+    std::set<std::int64_t> distinct(posts.begin(), posts.end());
+    CHECK(distinct.size() == 400);  // no two increments saw the same value
+    CHECK(*distinct.begin() == 1);
+    CHECK(*distinct.rbegin() == 400);
+    zkr::client c(test_options(connect));
+    CHECK(zkr::atomic_long(c, path).get().post == 400);
+}
+
+TEST_CASE("atomic long: Curator's DistributedAtomicLong and zkr's count one counter together", "[atomic][interop]") {
+    std::string connect = test_connect_string(), path = unique_path("atomic-interop") + "/n";
+    zkr::client c(test_options(connect));
+    zkr::atomic_long ours(c, path);
+    zkr::test::curator_session curator(connect);
+    curator.along_new("n", path);
+    CHECK(ours.add(10).post == 10);
+    CHECK(curator.along_get("n") == std::tuple<bool, std::int64_t, std::int64_t>{true, 10, 10});
+    CHECK(curator.along_add("n", 5) == std::tuple<bool, std::int64_t, std::int64_t>{true, 10, 15});
+    CHECK(ours.get().post == 15);
+    // Both at once.
+    auto tag = curator.along_increments_send("n", 200);
+    int succeeded = 0;
+    for (int i = 0; i < 200; ++i) succeeded += ours.increment().succeeded ? 1 : 0;
+    CHECK(curator.ok(tag, 60s).args.at(0) == "200");
+    CHECK(succeeded == 200);
+    CHECK(ours.get().post == 415);
+    CHECK(std::get<2>(curator.along_get("n")) == 415);
+}
+
+TEST_CASE("atomic long: an increment whose reply is lost is applied once, and told what it did", "[atomic]") {
+    std::string connect = test_connect_string(), path = unique_path("atomic-lost-reply");
+    zkr::testkit::proxy proxy(first_server(connect));
+    zkr::client c(test_options(proxy.address(), 10000ms)), observer(test_options(connect));
+    zkr::atomic_long counter(c, path);
+    REQUIRE(counter.add(41).post == 41);
+    proxy.lose_next_reply({zkr::test::zk_op::multi});
+    auto r = counter.increment();  // applied, reply lost, resent on the same session: fails whole
+    CHECK(proxy.replies_lost() == 1);
+    CHECK((r.succeeded && r.pre == 41 && r.post == 42));
+    CHECK(zkr::atomic_long(observer, path).get().post == 42);
+    CHECK(counter.increment().post == 43);  // and the next one is its own
+    CHECK(zkr::atomic_long(observer, path).get().post == 43);
+
+    // With another writer between the lost reply and the resend: still once, still its own result.
+    proxy.refuse_connections(true);
+    proxy.lose_next_reply({zkr::test::zk_op::multi});
+    auto pending = std::async(std::launch::async, [&] { return counter.add(100); });
+    REQUIRE(eventually([&] { return proxy.replies_lost() == 2; }));
+    zkr::atomic_long(observer, path).add(1000);
+    proxy.refuse_connections(false);
+    r = pending.get();
+    CHECK((r.succeeded && r.pre == 43 && r.post == 143));
+    CHECK(zkr::atomic_long(observer, path).get().post == 1143);
+}
+
+TEST_CASE("atomic long: a session lost between a change and its answer — settled when it can be, never applied twice",
+          "[atomic]") {
+    std::string connect = test_connect_string(), path = unique_path("atomic-expiry");
+    zkr::testkit::proxy proxy(first_server(connect));
+    zkr::client c(test_options(proxy.address(), 10000ms)), observer(test_options(connect));
+    zkr::atomic_long counter(c, path);
+    REQUIRE(counter.increment().post == 1);
+
+    SECTION("the change never reached the server: it is applied on the new session") {
+        auto old = zkr::testkit::credentials_of(c);
+        // The change is seen by the proxy and held back; the session is closed on the server
+        // meanwhile, which closes its connection: what was held never reaches the server.
+        proxy.set_delay(3s);
+        auto pending = std::async(std::launch::async, [&] { return counter.increment(); });
+        REQUIRE(eventually([&] { return proxy.requests_seen(zkr::test::zk_op::multi) == 2; }));
+        zkr::testkit::close_session(connect, old);
+        proxy.drop_connections();
+        proxy.set_delay(0s);
+        auto r = pending.get();
+        CHECK(c.session_id() != old.id);
+        CHECK((r.succeeded && r.pre == 1 && r.post == 2));
+        CHECK(zkr::atomic_long(observer, path).get().post == 2);
+    }
+    SECTION("the change was applied and its answer lost with the session: outcome_unknown, applied once") {
+        auto old = zkr::testkit::credentials_of(c);
+        proxy.refuse_connections(true);
+        proxy.lose_next_reply({zkr::test::zk_op::multi});
+        auto pending = std::async(std::launch::async, [&] { return counter.increment(); });
+        REQUIRE(eventually([&] { return proxy.replies_lost() == 1; }));
+        zkr::testkit::close_session(connect, old);
+        proxy.refuse_connections(false);
+        try {
+            pending.get();
+            FAIL("a change lost with its session was reported settled");
+        } catch (const zkr::system_error& e) {
+            CHECK(e.code() == errc::outcome_unknown);
+            CHECK_THAT(e.what(), Catch::Contains(path));
+        }
+        CHECK(zkr::atomic_long(observer, path).get().post == 2);  // once
+        auto r = counter.increment();  // the object goes on, on its new session
+        CHECK((r.succeeded && r.pre == 2 && r.post == 3));
+    }
+    // Nothing but the counter and this object's record (of the current session) under the path.
+    auto kids = observer.get_children(path).children;
+    REQUIRE(kids.size() == 1);
+    CHECK(observer.exists(path + "/" + kids[0]).stat.ephemeral_owner == c.session_id());
+}
+
+TEST_CASE("atomic long: bad input and a node that holds no counter are errors naming what was wrong", "[atomic]") {
+    zkr::client c(test_options(test_connect_string()));
+    CHECK_THROWS_AS(zkr::atomic_long(c, "no-slash"), std::invalid_argument);
+    CHECK_THROWS_WITH(zkr::atomic_long(c, "/a", zkr::atomic_options{.max_attempts = 0}), Catch::Contains("max_attempts"));
+    CHECK_THROWS_WITH(zkr::id_generator(c, "/ids", 0), Catch::Contains("block_size"));
+    std::string path = unique_path("atomic-bad");
+    c.create_parents(path);
+    c.set_data(path, "abc");
+    zkr::atomic_long l(c, path);
+    try {
+        l.increment();
+        FAIL("incremented 3 bytes");
+    } catch (const zkr::system_error& e) {
+        CHECK(e.code() == errc::bad_arguments);
+        CHECK_THAT(e.what(), Catch::Contains(path) && Catch::Contains("3 bytes") && Catch::Contains("8-byte"));
+    }
+    c.set_data(path, bytes({0, 0, 0, 0, 0, 0, 0, 9}));
+    zkr::atomic_int i(c, path);
+    CHECK_THROWS_WITH(i.get(), Catch::Contains("8 bytes") && Catch::Contains("4-byte"));
+    CHECK(c.get_data(path).data == bytes({0, 0, 0, 0, 0, 0, 0, 9}));  // untouched
+    CHECK(l.get().post == 9);
+}
+
+TEST_CASE("atomic long: contention past max_attempts is reported, not applied", "[atomic]") {
+    std::string connect = test_connect_string(), path = unique_path("atomic-give-up");
+    zkr::client c(test_options(connect)), other(test_options(connect));
+    zkr::atomic_long counter(c, path, zkr::atomic_options{.max_attempts = 1});
+    REQUIRE(counter.increment().post == 1);
+    zkr::atomic_long(other, path).force_set(50);  // counter's cache is stale now
+    auto r = counter.increment();
+    CHECK_FALSE(r.succeeded);
+    CHECK(r.attempts == 1);
+    CHECK(r.pre == 50);  // what it read after losing
+    CHECK(r.post == 50);
+    CHECK(zkr::atomic_long(other, path).get().post == 50);
+    CHECK(counter.increment().post == 51);
+}
+
+TEST_CASE("id generator: unique across generators, increasing within one, blocks reserved once", "[atomic][id_generator]") {
+    std::string connect = test_connect_string(), path = unique_path("ids") + "/orders";
+    std::mutex m;
+    std::vector<std::int64_t> all;
+    int out_of_order = 0;
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+        threads.emplace_back([&] {
+            zkr::client c(test_options(connect));
+            zkr::id_generator ids(c, path, 50);
+            std::vector<std::int64_t> mine;
+            for (int n = 0; n < 300; ++n) mine.push_back(ids.next());
+            std::lock_guard lock(m);
+            for (std::size_t i = 1; i < mine.size(); ++i) out_of_order += mine[i] <= mine[i - 1] ? 1 : 0;
+            all.insert(all.end(), mine.begin(), mine.end());
+        });
+    }
+    for (auto& t : threads) t.join();
+    CHECK(out_of_order == 0);
+    std::set<std::int64_t> distinct(all.begin(), all.end());
+    CHECK(distinct.size() == 1200);
+    CHECK(*distinct.begin() >= 1);
+    zkr::client c(test_options(connect));
+    // 300 ids in blocks of 50: 6 blocks each, nothing reserved twice or left unaccounted.
+    CHECK(zkr::atomic_long(c, path).get().post == 4 * 6 * 50);
+
+    // A reservation whose reply is lost is not made twice.
+    zkr::testkit::proxy proxy(first_server(connect));
+    zkr::client pc(test_options(proxy.address(), 10000ms));
+    zkr::id_generator ids(pc, path, 10);
+    proxy.lose_next_reply({zkr::test::zk_op::multi});
+    auto first = ids.next();
+    CHECK(proxy.replies_lost() == 1);
+    CHECK(first == 1201);
+    CHECK(ids.reserved() == 9);
+    CHECK(zkr::atomic_long(c, path).get().post == 1210);
+}

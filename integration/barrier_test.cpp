@@ -1,0 +1,409 @@
+// zkr::barrier, zkr::double_barrier and zkr::count_down_latch against real ZooKeeper servers,
+// beside Curator's DistributedBarrier and DistributedDoubleBarrier where Curator has the recipe.
+#include "support/curator_driver.hpp"
+#include "support/servers.hpp"
+#include "support/session_tools.hpp"
+#include "zkr/barrier.hpp"
+#include "zkr/client.hpp"
+#include "zkr/count_down_latch.hpp"
+#include "zkr/double_barrier.hpp"
+#include "zkr/path.hpp"
+#include "zkr/testkit.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <future>
+#include <thread>
+
+using namespace std::chrono_literals;
+using zkr::errc;
+using zkr::test::eventually;
+using zkr::test::first_server;
+using zkr::test::holds_throughout;
+using zkr::test::test_connect_string;
+using zkr::test::test_options;
+using zkr::test::unique_path;
+
+namespace {
+
+using steady = std::chrono::steady_clock;
+
+// The children of `path` other than "ready" (a double barrier's members), sorted.
+std::vector<std::string> members(zkr::client& c, const std::string& path) {
+    zkr::error_code ec;
+    auto r = c.get_children(path, ec);
+    if (ec == errc::no_node) return {};
+    REQUIRE_FALSE(ec);
+    auto kids = r.children;
+    kids.erase(std::remove(kids.begin(), kids.end(), "ready"), kids.end());
+    std::sort(kids.begin(), kids.end());
+    return kids;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- barrier
+
+TEST_CASE("barrier: waiters pass once it is removed, not before", "[barrier]") {
+    std::string connect = test_connect_string(), path = unique_path("barrier") + "/gate";
+    zkr::client c(test_options(connect));
+    zkr::barrier gate(c, path);
+    CHECK_FALSE(gate.is_set());
+    CHECK(gate.wait_for(0ms));  // down: passes at once
+    gate.set();
+    gate.set();  // already up: fine
+    CHECK(gate.is_set());
+    std::atomic<int> passed{0};
+    std::vector<std::future<bool>> waiters;
+    for (int i = 0; i < 3; ++i) {
+        waiters.push_back(std::async(std::launch::async, [&] {
+            zkr::client w(test_options(connect));
+            zkr::barrier b(w, path);
+            bool ok = b.wait_for(20s);
+            ++passed;
+            return ok;
+        }));
+    }
+    CHECK(holds_throughout([&] { return passed.load() == 0; }, 500ms));
+    gate.remove();
+    gate.remove();  // already down: fine
+    for (auto& w : waiters) CHECK(w.get());
+    CHECK_FALSE(c.exists(path).exists);
+}
+
+TEST_CASE("barrier: a wait that times out returns by its deadline and leaves no watch on the server",
+          "[barrier][own_servers]") {
+    zkr::testkit::ensemble cluster(zkr::test::own_servers(1));
+    zkr::client c(test_options(cluster.connect_string()));
+    zkr::barrier gate(c, "/gates/timeout");
+    gate.set();
+    auto before = cluster.watch_count(0);
+    for (int i = 0; i < 5; ++i) {
+        auto start = steady::now();
+        CHECK_FALSE(gate.wait_for(150ms));
+        auto took = steady::now() - start;
+        CHECK(took >= 150ms);
+        CHECK(took < 2s);
+    }
+    // Curator leaves one watch per timed-out wait (CURATOR-654); none here.
+    CHECK(eventually([&] { return cluster.watch_count(0) == before; }));
+    // And a wait that passes leaves none either (the watch an exists() on a missing node sets).
+    gate.remove();
+    CHECK(gate.wait_for(1s));
+    CHECK(eventually([&] { return cluster.watch_count(0) == before; }));
+}
+
+TEST_CASE("barrier: a session lost while waiting does not let the waiter through", "[barrier]") {
+    std::string connect = test_connect_string(), path = unique_path("barrier-expiry");
+    zkr::client setter(test_options(connect));
+    zkr::barrier up(setter, path);
+    up.set();
+    zkr::client w(test_options(connect));
+    zkr::barrier gate(w, path);
+    auto waiting = std::async(std::launch::async, [&] { return gate.wait_for(30s); });
+    REQUIRE(waiting.wait_for(300ms) == std::future_status::timeout);
+    auto old_session = w.session_id();
+    zkr::testkit::expire_session(w, connect);
+    REQUIRE(eventually([&] { return w.is_connected() && w.session_id() != old_session; }, 15s));
+    CHECK(waiting.wait_for(500ms) == std::future_status::timeout);  // still up: still waiting
+    up.remove();
+    REQUIRE(waiting.wait_for(10s) == std::future_status::ready);
+    CHECK(waiting.get());
+}
+
+TEST_CASE("barrier: Curator's DistributedBarrier and zkr's share one gate", "[barrier][interop]") {
+    std::string connect = test_connect_string(), path = unique_path("barrier-interop") + "/gate";
+    zkr::client c(test_options(connect));
+    zkr::barrier gate(c, path);
+    zkr::test::curator_session curator(connect);
+    curator.barrier_new("b", path);
+
+    // Curator sets it: zkr waits; zkr removes it: Curator's waiter passes.
+    curator.barrier_set("b");
+    CHECK(gate.is_set());
+    CHECK_FALSE(gate.wait_for(200ms));
+    auto tag = curator.barrier_wait_send("b", 20s);
+    gate.remove();
+    CHECK(curator.ok(tag, 20s).args.at(0) == "true");
+
+    // zkr sets it: Curator times out on it; Curator removes it: zkr passes.
+    gate.set();
+    CHECK(curator.ok(curator.barrier_wait_send("b", 200ms), 20s).args.at(0) == "false");
+    auto waiting = std::async(std::launch::async, [&] { return gate.wait_for(20s); });
+    CHECK(waiting.wait_for(300ms) == std::future_status::timeout);
+    curator.barrier_remove("b");
+    CHECK(waiting.get());
+}
+
+TEST_CASE("barrier, double barrier, count-down latch: bad input is refused before anything is sent",
+          "[barrier][double_barrier][count_down_latch]") {
+    zkr::client c(test_options(test_connect_string()));
+    CHECK_THROWS_AS(zkr::barrier(c, "relative"), std::invalid_argument);
+    CHECK_THROWS_WITH(zkr::barrier(c, "/"), Catch::Contains("root"));
+    CHECK_THROWS_WITH(zkr::double_barrier(c, "/db", 0), Catch::Contains("member_count") && Catch::Contains("0"));
+    CHECK_THROWS_WITH(zkr::double_barrier(c, "/db", -3), Catch::Contains("-3"));
+    CHECK_THROWS_AS(zkr::double_barrier(c, "/db/", 2), std::invalid_argument);
+    CHECK_THROWS_AS(zkr::count_down_latch(c, "/zookeeper/x"), std::invalid_argument);
+    std::string path = unique_path("latch-bad");
+    zkr::count_down_latch latch(c, path);
+    CHECK_THROWS_WITH(latch.try_set_count(-1), Catch::Contains("negative") && Catch::Contains("-1"));
+    CHECK_FALSE(c.exists(path).exists);
+    c.close();
+    CHECK_THROWS_AS(zkr::barrier(c, "/b"), zkr::system_error);
+}
+
+// ---------------------------------------------------------------- double barrier
+
+TEST_CASE("double barrier: four members enter together and leave together, leaving nothing", "[double_barrier]") {
+    std::string connect = test_connect_string(), path = unique_path("dbarrier");
+    zkr::client observer(test_options(connect));
+    constexpr int n = 4;
+    std::atomic<int> entered{0}, left{0};
+    std::vector<std::promise<void>> go_in(n), go_out(n);
+    std::vector<std::future<std::pair<bool, bool>>> members_done;
+    for (int i = 0; i < n; ++i) {
+        members_done.push_back(std::async(std::launch::async, [&, i] {
+            zkr::client c(test_options(connect));
+            zkr::double_barrier round(c, path, n);
+            go_in[i].get_future().wait();
+            bool in = round.enter_for(20s);
+            ++entered;
+            go_out[i].get_future().wait();
+            bool out = round.leave_for(20s);
+            ++left;
+            return std::pair{in, out};
+        }));
+    }
+    for (int i = 0; i < n - 1; ++i) go_in[i].set_value();
+    REQUIRE(eventually([&] { return members(observer, path).size() == n - 1; }));
+    CHECK(holds_throughout([&] { return entered.load() == 0; }, 500ms));  // three are not enough
+    go_in[n - 1].set_value();
+    REQUIRE(eventually([&] { return entered.load() == n; }));
+    CHECK(observer.exists(path + "/ready").exists);
+    // Leaving: nobody is out while one member stays in.
+    for (int i = 0; i < n - 1; ++i) go_out[i].set_value();
+    CHECK(holds_throughout([&] { return left.load() == 0; }, 500ms));
+    go_out[n - 1].set_value();
+    for (auto& m : members_done) CHECK(m.get() == std::pair{true, true});
+    CHECK(members(observer, path).empty());
+    CHECK_FALSE(observer.exists(path + "/ready").exists);
+}
+
+TEST_CASE("double barrier: an entrant that times out deletes its node, so a late one does not pass alone (CURATOR-318)",
+          "[double_barrier]") {
+    std::string connect = test_connect_string(), path = unique_path("dbarrier-318");
+    zkr::client a(test_options(connect)), b(test_options(connect));
+    zkr::double_barrier first(a, path, 2), late(b, path, 2);
+    auto start = steady::now();
+    CHECK_FALSE(first.enter_for(200ms));
+    CHECK(steady::now() - start < 3s);
+    CHECK(members(a, path).empty());  // gone before the call returned (read through the writer)
+    CHECK_FALSE(late.enter_for(200ms));  // alone: does not pass
+    CHECK(members(b, path).empty());
+    // Both in: both pass.
+    auto in_a = std::async(std::launch::async, [&] { return first.enter_for(20s); });
+    CHECK(late.enter_for(20s));
+    CHECK(in_a.get());
+    auto out_a = std::async(std::launch::async, [&] { return first.leave_for(20s); });
+    CHECK(late.leave_for(20s));
+    CHECK(out_a.get());
+}
+
+TEST_CASE("double barrier: a member whose session expires while it waits enters again, and nobody passes early",
+          "[double_barrier]") {
+    std::string connect = test_connect_string(), path = unique_path("dbarrier-expiry");
+    zkr::client a(test_options(connect)), b(test_options(connect)), observer(test_options(connect));
+    zkr::double_barrier ma(a, path, 2), mb(b, path, 2);
+    auto entering = std::async(std::launch::async, [&] { return ma.enter_for(30s); });
+    REQUIRE(eventually([&] { return members(observer, path).size() == 1; }));
+    auto old_session = a.session_id();
+    zkr::testkit::expire_session(a, connect);
+    REQUIRE(eventually([&] { return a.is_connected() && a.session_id() != old_session; }, 15s));
+    // Its node went with its session; it made a new one on the new session, and waits.
+    REQUIRE(eventually([&] {
+        auto m = members(observer, path);
+        return m.size() == 1 && observer.exists(path + "/" + m[0]).stat.ephemeral_owner == a.session_id();
+    }));
+    CHECK(entering.wait_for(300ms) == std::future_status::timeout);
+    CHECK(mb.enter_for(20s));
+    CHECK(entering.get());
+    auto out = std::async(std::launch::async, [&] { return ma.leave_for(20s); });
+    CHECK(mb.leave_for(20s));
+    CHECK(out.get());
+}
+
+TEST_CASE("double barrier: zkr and Curator members enter and leave one barrier together", "[double_barrier][interop]") {
+    std::string connect = test_connect_string(), path = unique_path("dbarrier-interop");
+    zkr::client c1(test_options(connect)), c2(test_options(connect)), observer(test_options(connect));
+    zkr::double_barrier z1(c1, path, 4), z2(c2, path, 4);
+    zkr::test::curator_session curator(connect);
+    curator.dbarrier_new("d1", path, 4);
+    curator.dbarrier_new("d2", path, 4);
+    auto e1 = std::async(std::launch::async, [&] { return z1.enter_for(30s); });
+    auto t1 = curator.dbarrier_enter_send("d1", 30s);
+    auto e2 = std::async(std::launch::async, [&] { return z2.enter_for(30s); });
+    REQUIRE(eventually([&] { return members(observer, path).size() == 3; }));
+    CHECK(e1.wait_for(300ms) == std::future_status::timeout);  // three of four
+    auto t2 = curator.dbarrier_enter_send("d2", 30s);
+    CHECK(e1.get());
+    CHECK(e2.get());
+    CHECK(curator.ok(t1, 30s).args.at(0) == "true");
+    CHECK(curator.ok(t2, 30s).args.at(0) == "true");
+    auto l1 = std::async(std::launch::async, [&] { return z1.leave_for(30s); });
+    auto u1 = curator.dbarrier_leave_send("d1", 30s);
+    auto u2 = curator.dbarrier_leave_send("d2", 30s);
+    CHECK(z2.leave_for(30s));
+    CHECK(l1.get());
+    CHECK(curator.ok(u1, 30s).args.at(0) == "true");
+    CHECK(curator.ok(u2, 30s).args.at(0) == "true");
+    CHECK(members(observer, path).empty());
+}
+
+// ---------------------------------------------------------------- count-down latch
+
+TEST_CASE("count-down latch: set once, counted down by many, awaited by many", "[count_down_latch]") {
+    std::string connect = test_connect_string(), path = unique_path("cdl") + "/batch";
+    zkr::client c(test_options(connect));
+    zkr::count_down_latch latch(c, path);
+    CHECK(latch.count() == 0);  // no count yet
+    CHECK_FALSE(latch.await_for(100ms));
+    CHECK(latch.try_set_count(3));
+    CHECK_FALSE(latch.try_set_count(5));  // it has one
+    CHECK(latch.count() == 3);
+
+    std::atomic<int> released{0};
+    std::vector<std::future<bool>> waiters;
+    for (int i = 0; i < 3; ++i) {
+        waiters.push_back(std::async(std::launch::async, [&] {
+            zkr::client w(test_options(connect));
+            zkr::count_down_latch l(w, path);
+            bool ok = l.await_for(20s);
+            ++released;
+            return ok;
+        }));
+    }
+    for (int i = 0; i < 2; ++i) {
+        zkr::client worker(test_options(connect));
+        zkr::count_down_latch(worker, path).count_down();
+    }
+    CHECK(latch.count() == 1);
+    CHECK(holds_throughout([&] { return released.load() == 0; }, 400ms));
+    latch.count_down();
+    for (auto& w : waiters) CHECK(w.get());
+    CHECK(latch.count() == 0);
+    latch.count_down();  // at 0: nothing
+    CHECK(latch.count() == 0);
+    CHECK(latch.await_for(0ms));
+    latch.remove();
+    CHECK_FALSE(c.exists(path).exists);
+    CHECK(latch.try_set_count(1));  // the path serves again
+    latch.remove();
+}
+
+TEST_CASE("count-down latch: 8 workers count down 80 times at once, exactly", "[count_down_latch]") {
+    std::string connect = test_connect_string(), path = unique_path("cdl-contended");
+    zkr::client c(test_options(connect));
+    zkr::count_down_latch latch(c, path);
+    REQUIRE(latch.try_set_count(80));
+    std::vector<std::thread> workers;
+    for (int i = 0; i < 8; ++i) {
+        workers.emplace_back([&] {
+            zkr::client w(test_options(connect));
+            zkr::count_down_latch l(w, path);
+            for (int n = 0; n < 10; ++n) l.count_down();
+        });
+    }
+    CHECK(latch.await_for(60s));
+    for (auto& t : workers) t.join();
+    CHECK(latch.count() == 0);
+    auto kids = c.get_children(path).children;
+    CHECK(std::count_if(kids.begin(), kids.end(), [](const std::string& k) { return k.rfind("cd-", 0) == 0; }) == 80);
+    CHECK(std::count(kids.begin(), kids.end(), "released") == 1);
+    latch.remove();
+}
+
+TEST_CASE("count-down latch: a count-down whose reply is lost is applied once", "[count_down_latch]") {
+    std::string connect = test_connect_string(), path = unique_path("cdl-lost-reply");
+    zkr::testkit::proxy proxy(first_server(connect));
+    zkr::client c(test_options(proxy.address(), 10000ms)), observer(test_options(connect));
+    zkr::count_down_latch latch(c, path);
+    REQUIRE(latch.try_set_count(3));
+    proxy.lose_next_reply({zkr::test::zk_op::multi});
+    latch.count_down();  // applied, its reply lost, resent on the same session: fails whole, told done
+    CHECK(proxy.replies_lost() == 1);
+    CHECK(zkr::count_down_latch(observer, path).count() == 2);
+    proxy.lose_next_reply({zkr::test::zk_op::multi});
+    latch.count_down();
+    latch.count_down();
+    CHECK(proxy.replies_lost() == 2);
+    CHECK(zkr::count_down_latch(observer, path).count() == 0);
+    CHECK(zkr::count_down_latch(observer, path).await_for(5s));
+
+    // try_set_count whose reply is lost: still told it set the count.
+    std::string other = unique_path("cdl-set-lost-reply");
+    zkr::count_down_latch second(c, other);
+    proxy.lose_next_reply({zkr::test::zk_op::multi});
+    CHECK(second.try_set_count(4));
+    CHECK(proxy.replies_lost() == 3);
+    CHECK(second.count() == 4);
+    CHECK_FALSE(zkr::count_down_latch(observer, other).try_set_count(4));
+    latch.remove();
+    second.remove();
+}
+
+TEST_CASE("count-down latch: count_down before a count is an error that names the path; a bad node too",
+          "[count_down_latch]") {
+    zkr::client c(test_options(test_connect_string()));
+    std::string path = unique_path("cdl-unset");
+    zkr::count_down_latch latch(c, path);
+    try {
+        latch.count_down();
+        FAIL("counted down a latch with no count");
+    } catch (const zkr::system_error& e) {
+        CHECK(e.code() == errc::no_node);
+        CHECK_THAT(e.what(), Catch::Contains(path) && Catch::Contains("no count"));
+    }
+    CHECK_FALSE(c.exists(path).exists);
+    c.create_parents(path);
+    c.set_data(path, "abc");
+    try {
+        latch.count_down();
+        FAIL("counted down a node that holds no count");
+    } catch (const zkr::system_error& e) {
+        CHECK(e.code() == errc::bad_arguments);
+        CHECK_THAT(e.what(), Catch::Contains(path) && Catch::Contains("3 bytes"));
+    }
+    CHECK(c.get_data(path).data == "abc");  // untouched
+}
+
+TEST_CASE("count-down latch: a count of 0 is released at once; waiters watch one node, not the count-downs",
+          "[count_down_latch][own_servers]") {
+    zkr::testkit::ensemble cluster(zkr::test::own_servers(1));
+    zkr::client c(test_options(cluster.connect_string()));
+    zkr::count_down_latch zero(c, "/latches/zero");
+    CHECK(zero.try_set_count(0));
+    CHECK(zero.await_for(0ms));
+
+    zkr::count_down_latch latch(c, "/latches/herd");
+    REQUIRE(latch.try_set_count(2));
+    auto before = cluster.watch_count(0);
+    std::vector<std::unique_ptr<zkr::client>> clients;
+    std::vector<std::future<bool>> waiters;
+    for (int i = 0; i < 5; ++i) {
+        clients.push_back(std::make_unique<zkr::client>(test_options(cluster.connect_string())));
+        waiters.push_back(std::async(std::launch::async, [&, i] { return zkr::count_down_latch(*clients[i], "/latches/herd").await_for(20s); }));
+    }
+    // One watch each, all on the released marker.
+    REQUIRE(eventually([&] { return cluster.watch_count(0) == before + 5; }));
+    latch.count_down();
+    for (auto& w : waiters) CHECK(w.wait_for(300ms) == std::future_status::timeout);
+    latch.count_down();
+    for (auto& w : waiters) CHECK(w.get());
+    CHECK(eventually([&] { return cluster.watch_count(0) == before; }));
+    // A timed-out await leaves no watch.
+    zkr::count_down_latch unset(c, "/latches/unset");
+    CHECK_FALSE(unset.await_for(100ms));
+    CHECK(eventually([&] { return cluster.watch_count(0) == before; }));
+}

@@ -1,0 +1,252 @@
+#include "atomic_engine.hpp"
+
+#include "toolkit/big_endian.hpp"
+#include "toolkit/blocking.hpp"
+#include "toolkit/cleanup.hpp"
+#include "toolkit/recipe_path.hpp"
+#include "zkr/path.hpp"
+
+#include <random>
+#include <stdexcept>
+#include <thread>
+
+namespace zkr::detail {
+
+namespace b = blocking;
+
+namespace {
+std::size_t failed_op(const std::vector<multi_op_result>& results) {
+    for (std::size_t i = 0; i < results.size(); ++i) {
+        if (results[i].error && results[i].error != errc::runtime_inconsistency) return i;
+    }
+    return results.size();
+}
+
+// A lost race: try again at once twice, then after a growing, jittered pause, so that many
+// writers on one counter spread out instead of colliding again.
+void back_off(int attempts) {
+    if (attempts < 3) return;
+    thread_local std::minstd_rand random(std::random_device{}());
+    auto cap = std::chrono::microseconds(200) * (1 << std::min(attempts - 3, 7));
+    std::this_thread::sleep_for(std::chrono::microseconds(random() % (cap.count() + 1)));
+}
+
+// The writer record's data: the pre and post values of the change it was last bumped with.
+std::string record(std::int64_t pre, std::int64_t post) {
+    return encode_big_endian<std::int64_t>(pre) + encode_big_endian<std::int64_t>(post);
+}
+}  // namespace
+
+atomic_engine::atomic_engine(client& c, std::string path, int width, atomic_options options, const char* who)
+    : path_(std::move(path)), width_(width), options_(options), who_(who) {
+    check_recipe_path(c, path_, who, "counter path");
+    if (options.max_attempts < 1)
+        throw std::invalid_argument(std::string(who) + ": atomic_options::max_attempts must be at least 1 (it is " +
+                                    std::to_string(options.max_attempts) + ")");
+    auto p = port_of(c);
+    if (p->closed()) throw zkr::system_error(make_error_code(errc::client_closed), std::string(who) + " on a closed client");
+    port_ = p->weak_port();
+}
+
+atomic_engine::~atomic_engine() {
+    if (writer_.empty()) return;
+    if (auto p = port_.lock(); p && !p->closed()) {
+        try {
+            cleanup_service::of(*p)->guaranteed_delete(writer_);
+        } catch (const zkr::system_error&) {
+            // closed meanwhile: the record went with the session
+        }
+    }
+}
+
+std::shared_ptr<session_port> atomic_engine::port() const {
+    auto p = port_.lock();
+    if (!p || p->closed()) throw zkr::system_error(make_error_code(errc::client_closed), std::string(who_) + " " + quoted_path(path_));
+    return p;
+}
+
+void atomic_engine::fail(error_code ec, const std::string& what) const {
+    throw zkr::system_error(ec, std::string(who_) + ": " + what);
+}
+
+std::int64_t atomic_engine::wrap(std::int64_t v) const noexcept {
+    return width_ == 4 ? static_cast<std::int32_t>(static_cast<std::uint32_t>(static_cast<std::uint64_t>(v))) : v;
+}
+
+std::string atomic_engine::encode(std::int64_t v) const {
+    return width_ == 4 ? encode_big_endian<std::int32_t>(static_cast<std::int32_t>(wrap(v))) : encode_big_endian<std::int64_t>(v);
+}
+
+std::int64_t atomic_engine::decode(const std::string& data) const {
+    std::optional<std::int64_t> v;
+    if (width_ == 4) {
+        if (auto i = decode_big_endian<std::int32_t>(data)) v = *i;
+    } else {
+        v = decode_big_endian<std::int64_t>(data);
+    }
+    if (!v)
+        fail(make_error_code(errc::bad_arguments), quoted_path(path_) + " holds " + std::to_string(data.size()) +
+                                                     " bytes, not a " + std::to_string(width_) + "-byte counter");
+    return *v;
+}
+
+atomic_engine::seen atomic_engine::read(session_port& p) {
+    error_code ec;
+    auto r = b::get_data(p, path_, ec);
+    seen s;
+    if (ec == errc::no_node) {
+        s = seen{0, -1};
+    } else if (ec) {
+        fail(ec, "reading " + quoted_path(path_));
+    } else {
+        s = seen{decode(r.data), r.stat.version};
+    }
+    cache_ = s;
+    return s;
+}
+
+void atomic_engine::ensure_writer(session_port& p) {
+    auto session = p.session_id();
+    if (!writer_.empty() && writer_session_ == session && session != 0) return;
+    // Our record is a child of the counter: the counter must be there (it reads as 0 either way).
+    for (int tries = 0;; ++tries) {
+        if (!cache_ || cache_->version < 0) {
+            if (read(p).version < 0) {
+                error_code ec;
+                auto parent = parent_path(path_);
+                if (parent != "/") b::create_containers(p, parent, ec);
+                if (ec) fail(ec, "creating the parents of " + quoted_path(path_));
+                b::create(p, path_, encode(0), create_mode::persistent, ec);
+                if (ec && ec != errc::node_exists) fail(ec, "creating " + quoted_path(path_));
+                read(p);
+            }
+        }
+        std::string record_path = join_path(path_, "zkr-writer-" + b::member_uuid());
+        error_code ec;
+        auto made = b::create(p, record_path, record(0, 0), create_mode::ephemeral, ec);
+        std::int64_t owner = made.stat.ephemeral_owner;
+        if (ec == errc::node_exists) {  // resent after a lost reply: ours (the uuid is)
+            auto there = b::exists(p, record_path, false, ec);
+            owner = there.stat.ephemeral_owner;
+        }
+        if (ec == errc::no_node && tries < 3) {  // the counter was deleted meanwhile
+            cache_.reset();
+            continue;
+        }
+        if (ec) fail(ec, "creating " + quoted_path(record_path));
+        writer_ = std::move(record_path);
+        writer_session_ = owner;
+        writer_version_ = 0;
+        return;
+    }
+}
+
+atomic_result<std::int64_t> atomic_engine::get() {
+    std::lock_guard lock(mutex_);
+    auto held = port();
+    auto s = read(*held);
+    return {true, s.value, s.value, 0};
+}
+
+void atomic_engine::force_set(std::int64_t value) {
+    std::lock_guard lock(mutex_);
+    auto held = port();
+    auto& p = *held;
+    cache_.reset();
+    for (int tries = 0; tries < 3; ++tries) {
+        error_code ec;
+        auto parent = parent_path(path_);
+        b::multi(p, {op::set_data{path_, encode(value), any_version}}, ec);
+        if (!ec) return;
+        if (ec != errc::no_node) fail(ec, "setting " + quoted_path(path_));
+        if (parent != "/") b::create_containers(p, parent, ec);
+        if (ec) fail(ec, "creating the parents of " + quoted_path(path_));
+        b::create(p, path_, encode(value), create_mode::persistent, ec);
+        if (!ec) return;
+        if (ec != errc::node_exists) fail(ec, "creating " + quoted_path(path_));
+        // made meanwhile by someone else: set it
+    }
+    fail(make_error_code(errc::attempts_exhausted), "setting " + quoted_path(path_) + ": it keeps being deleted and made again");
+}
+
+atomic_result<std::int64_t> atomic_engine::update(const std::function<std::optional<std::int64_t>(std::int64_t)>& change,
+                                                  bool fresh_read_first) {
+    std::lock_guard lock(mutex_);
+    auto held = port();
+    auto& p = *held;
+    if (fresh_read_first || !cache_) read(p);
+    int attempts = 0;
+    // The counter's version when the first try that may have been applied unseen was sent.
+    std::optional<std::int32_t> doubt_version;
+    for (;;) {
+        ensure_writer(p);
+        seen s = cache_ ? *cache_ : read(p);
+        if (s.version < 0) {  // deleted since: made again by ensure_writer on the next turn
+            writer_.clear();
+            continue;
+        }
+        auto next = change(s.value);
+        if (!next) return {false, s.value, s.value, attempts};
+        if (attempts >= options_.max_attempts) return {false, s.value, s.value, attempts};
+        ++attempts;
+        std::int64_t post = wrap(*next);
+        error_code ec;
+        auto results = b::multi(p,
+                                {op::set_data{writer_, record(s.value, post), writer_version_},
+                                 op::set_data{path_, encode(post), s.version}},
+                                ec);
+        if (!ec) {
+            writer_version_ = results[0].stat.version;
+            cache_ = seen{post, results[1].stat.version};
+            return {true, s.value, post, attempts};
+        }
+        auto failed = failed_op(results);
+        if (failed == 0 && ec == errc::bad_version) {
+            // Only we write our record: a try of this change was applied, its reply lost and the
+            // transaction resent. The record says what it did.
+            auto r = b::get_data(p, writer_, ec);
+            if (ec) fail(ec, "reading " + quoted_path(writer_) + " after a lost reply");
+            auto pre = decode_big_endian<std::int64_t>(std::string_view(r.data).substr(0, 8));
+            auto applied = decode_big_endian<std::int64_t>(std::string_view(r.data).substr(8));
+            if (r.data.size() != 16 || !pre || !applied) fail(make_error_code(errc::data_inconsistency), quoted_path(writer_) + " is not a record of ours");
+            writer_version_ = r.stat.version;
+            cache_.reset();
+            return {true, *pre, *applied, attempts};
+        }
+        if (failed == 0 && ec == errc::no_node) {
+            // Our record went with its session (or someone deleted it). A try sent on that
+            // session may have been applied before it ended; the session's end orders it before
+            // this read, so the counter's version settles it unless someone else wrote meanwhile.
+            doubt_version = doubt_version.value_or(s.version);
+            writer_.clear();
+            if (read(p).version == *doubt_version) {
+                doubt_version.reset();
+                continue;  // nothing of ours was applied
+            }
+            fail(make_error_code(errc::outcome_unknown), "changing " + quoted_path(path_));
+        }
+        if (failed == 1 && (ec == errc::bad_version || ec == errc::no_node)) {
+            read(p);  // someone else wrote (or deleted it) since we read
+            back_off(attempts);
+            continue;
+        }
+        if (b::in_doubt(ec)) {
+            // The client's retry policy gave up resending it: the caller is told it may have been
+            // applied. The next change starts on a fresh record, so a late application of this
+            // one can never be taken for the next one's (the old record's delete is sent after it).
+            cache_.reset();
+            auto record_path = writer_;
+            writer_.clear();
+            if (!record_path.empty()) {
+                try {
+                    cleanup_service::of(p)->guaranteed_delete(record_path);
+                } catch (const zkr::system_error&) {
+                }
+            }
+            fail(ec, "changing " + quoted_path(path_) + " (it may have been applied: the session layer gave up resending it)");
+        }
+        fail(ec, "changing " + quoted_path(path_));
+    }
+}
+
+}  // namespace zkr::detail

@@ -1,0 +1,56 @@
+// The counters' engine (atomic_long, atomic_int, id_generator): Curator's optimistic loop
+// (read, write at the version read, again on a lost race) made exactly once by a writer record,
+// an ephemeral child of the counter that only this object writes, bumped in the same
+// transaction as the counter at the version this object last left it. See atomic.hpp.
+#pragma once
+
+#include "session_port.hpp"
+#include "zkr/atomic.hpp"
+
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+
+namespace zkr::detail {
+
+class atomic_engine {
+public:
+    /// `width`: 8 (long) or 4 (int) bytes. Sends nothing.
+    atomic_engine(client& c, std::string path, int width, atomic_options options, const char* who);
+    ~atomic_engine();
+
+    /// Values are held as 64-bit integers; for width 4 they are wrapped to 32 bits.
+    atomic_result<std::int64_t> get();
+    /// `change(current)` gives the value to write, or nullopt for none (a compare that failed).
+    atomic_result<std::int64_t> update(const std::function<std::optional<std::int64_t>(std::int64_t)>& change, bool fresh_read_first);
+    void force_set(std::int64_t value);
+    const std::string& path() const noexcept { return path_; }
+    std::int64_t wrap(std::int64_t v) const noexcept;
+
+private:
+    struct seen {
+        std::int64_t value = 0;
+        std::int32_t version = -1;  // -1: no node
+    };
+    std::shared_ptr<session_port> port() const;
+    seen read(session_port& p);
+    std::int64_t decode(const std::string& data) const;
+    std::string encode(std::int64_t v) const;
+    void ensure_writer(session_port& p);
+    [[noreturn]] void fail(error_code ec, const std::string& what) const;
+
+    std::weak_ptr<session_port> port_;
+    std::string path_;
+    int width_;
+    atomic_options options_;
+    const char* who_;
+
+    std::mutex mutex_;  // one operation at a time; held across its requests (never on the client's threads)
+    std::optional<seen> cache_;
+    std::string writer_;                 // our record's path ("" until made)
+    std::int64_t writer_session_ = 0;    // the session it was made on (ephemeral: goes with it)
+    std::int32_t writer_version_ = 0;    // its data version as we last left it
+};
+
+}  // namespace zkr::detail
