@@ -278,3 +278,21 @@ TEST_CASE("id generator: unique across generators, increasing within one, blocks
     CHECK(ids.reserved() == 9);
     CHECK(zkr::atomic_long(c, path).get().post == 1210);
 }
+
+TEST_CASE("atomic long: objects of one client never race each other", "[atomic]") {
+    std::string connect = test_connect_string(), path = unique_path("atomic-one-client");
+    zkr::client c(test_options(connect));
+    // Two attempts are enough when nobody else writes: one with the stale version the other
+    // object left, one after reading. Racing each other, the object that just won (its version
+    // fresh, one round trip) wins again and again against the one that must read first.
+    zkr::atomic_long a(c, path, zkr::atomic_options{.max_attempts = 2}), b(c, path, zkr::atomic_options{.max_attempts = 2});
+    std::atomic<int> failed{0};
+    auto run = [&](zkr::atomic_long& counter) {
+        for (int i = 0; i < 300; ++i) failed += counter.increment().succeeded ? 0 : 1;
+    };
+    std::thread ta([&] { run(a); }), tb([&] { run(b); });
+    ta.join();
+    tb.join();
+    CHECK(failed == 0);
+    CHECK(a.get().post == 600);
+}

@@ -49,7 +49,13 @@ class atomic_engine;
 /// Cost: the value and version this object last saw are kept, so an uncontended change is one
 /// request and one round trip (the first change of a session also makes the child). Children
 /// of the counter are ignored by Curator; while an object lives, the counter cannot be deleted
-/// without deleting its child first. Thread-safe: one operation at a time per object.
+/// without deleting its child first. Thread-safe: one operation at a time per counter
+/// among the objects of one client (they never race each other).
+///
+/// Fairness: a writer whose last change succeeded writes at once with the version it knows,
+/// while one that lost must read first; a process that changes the counter without pause can
+/// so win race after race against another process, which gives up after
+/// `atomic_options::max_attempts` (succeeded = false, nothing applied).
 class ZKR_EXPORT atomic_long {
 public:
     /// Throws std::invalid_argument for a bad path (naming the rule) or options,

@@ -242,6 +242,7 @@ struct worker {
     std::vector<std::pair<long long, long>> rss;  // (ns, kB)
     std::string stats;
     bool cache_checked = false;  // it said "cache ok": its tree_cache equalled the server's tree
+    bool counter_checked = false;  // it said "counter ok": no increment applied twice or missing
     std::vector<std::string> errors;  // "error ..." lines: exceptions and broken promises it saw
     bool killed = false;
     std::atomic<bool> done{false};
@@ -320,6 +321,10 @@ int main(int argc, char** argv) {
                 else if (line->rfind("rss ", 0) == 0) raw->rss.emplace_back(now_ns(), std::stol(line->substr(4)));
                 else if (line->rfind("stats ", 0) == 0) raw->stats = *line;
                 else if (line->rfind("cache ok", 0) == 0) raw->cache_checked = true;
+                else if (line->rfind("counter ok", 0) == 0) {
+                    raw->counter_checked = true;
+                    std::fprintf(stderr, "worker %d: %s\n", raw->id, line->c_str());
+                }
                 else {
                     if (line->rfind("error ", 0) == 0) raw->errors.push_back(*line);
                     std::fprintf(stderr, "worker %d: %s\n", raw->id, line->c_str());
@@ -466,6 +471,10 @@ int main(int argc, char** argv) {
         else if (w->errors.empty()) {
             ++check_errors;
             std::fprintf(stderr, "worker %d made no cache check\n", w->id);
+        }
+        if (!w->counter_checked && w->errors.empty()) {
+            ++check_errors;
+            std::fprintf(stderr, "worker %d made no counter check\n", w->id);
         }
     }
 

@@ -1,8 +1,11 @@
 // One process of the chaos soak: one zkr::client, several threads contending on a mutex and on a
 // read/write lock, writing to the fenced resource (the soak driver's fence) while state() says
 // held; beside them, a thread changing /chaos-config, a tree_cache of it and a persistent_node
-// registering the worker (/chaos-members/w<ID>). It runs until its stdin closes, then checks its
-// cache against the server and its registration ("cache ok", or an error line).
+// registering the worker (/chaos-members/w<ID>), and two threads incrementing the worker's counter
+// (/chaos-counters/w<ID>, a zkr::atomic_long each). It runs until its stdin closes, then checks its
+// cache against the server and its registration ("cache ok", or an error line), and its counter
+// against the increments it was told were applied ("counter ok", or an error line: one applied
+// twice, or one reported applied and missing).
 //
 // Usage: zkr_chaos_worker ID CONNECT SESSION_MS THREADS FENCE_PORT SEED
 //
@@ -18,6 +21,7 @@
 //   valid_until() (the lease broken); the driver fails the run on any
 //   "rss KB" every 5 s; "stats holds=N writes=N refused=N probes=N errors=N" when it ends.
 // Whether it holds is zkr's state(), as read: the worker keeps no clock of its own on it.
+#include "zkr/atomic.hpp"
 #include "zkr/client.hpp"
 #include "zkr/log.hpp"
 #include "zkr/mutex.hpp"
@@ -260,6 +264,52 @@ void check_watch_recipes(zkr::client& c, zkr::tree_cache& cache, const std::stri
     say("error watch recipes after 12 s: " + why);
 }
 
+// The counter under the same faults: each increment is told applied (counted), or in doubt
+// (outcome_unknown, or an error after which it may have been applied): counted apart.
+struct counter_tally {
+    std::atomic<long> applied{0}, in_doubt{0}, lost_races{0};
+};
+
+void increment_counter(zkr::client& c, const std::string& path, std::atomic<bool>& stop, counter_tally& t) {
+    zkr::atomic_long counter(c, path);
+    while (!stop) {
+        try {
+            auto r = counter.increment();
+            if (r.succeeded) ++t.applied;
+            else ++t.lost_races;
+        } catch (const zkr::system_error& e) {
+            if (e.code() == zkr::errc::client_closed) return;
+            ++t.in_doubt;  // outcome_unknown, or the retry policy gave up: it may have been applied
+            std::this_thread::sleep_for(100ms);
+        }
+    }
+}
+
+// Once the faults are over: applied <= the counter <= applied + in doubt. More is a change applied
+// twice; less, one reported applied that is not there.
+void check_counter(zkr::client& c, const std::string& path, const counter_tally& t) {
+    const auto deadline = clock_type::now() + 12s;
+    std::string why = "not checked";
+    while (clock_type::now() < deadline) {
+        try {
+            auto value = zkr::atomic_long(c, path).get().post;
+            long low = t.applied, high = t.applied + t.in_doubt;
+            if (value < low || value > high) {
+                say("error counter " + path + " holds " + std::to_string(value) + ", increments applied " + std::to_string(low) +
+                    ", in doubt " + std::to_string(t.in_doubt.load()));
+                return;
+            }
+            say("counter ok value=" + std::to_string(value) + " applied=" + std::to_string(low) +
+                " in_doubt=" + std::to_string(t.in_doubt.load()) + " lost_races=" + std::to_string(t.lost_races.load()));
+            return;
+        } catch (const std::exception& e) {
+            why = e.what();
+            std::this_thread::sleep_for(100ms);
+        }
+    }
+    say("error counter after 12 s: " + why);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -293,6 +343,10 @@ int main(int argc, char** argv) {
     for (int i = 0; i < threads; ++i)
         workers.emplace_back([&, i] { contend(id, i, m, rw, fence_port, seed * 1000 + static_cast<std::uint64_t>(i), stop, t); });
     std::thread mutator([&] { mutate_config(c, seed * 1000 + 999, stop); });
+    const std::string counter_path = "/chaos-counters/w" + std::to_string(id);
+    counter_tally counted;
+    std::vector<std::thread> incrementers;
+    for (int i = 0; i < 2; ++i) incrementers.emplace_back([&] { increment_counter(c, counter_path, stop, counted); });
     std::thread memory([&] {
         while (!stop) {
             say("rss " + std::to_string(rss_kb()));
@@ -305,8 +359,10 @@ int main(int argc, char** argv) {
     stop = true;
     for (auto& w : workers) w.join();
     mutator.join();
+    for (auto& t : incrementers) t.join();
     memory.join();
     check_watch_recipes(c, cache, registration);
+    check_counter(c, counter_path, counted);
     say("stats holds=" + std::to_string(t.holds) + " writes=" + std::to_string(t.writes) +
         " refused=" + std::to_string(t.refused) + " probes=" + std::to_string(t.probes) +
         " errors=" + std::to_string(t.errors));

@@ -6,6 +6,7 @@
 #include "toolkit/recipe_path.hpp"
 #include "zkr/path.hpp"
 
+#include <map>
 #include <random>
 #include <stdexcept>
 #include <thread>
@@ -15,6 +16,22 @@ namespace zkr::detail {
 namespace b = blocking;
 
 namespace {
+// The per-client table of counters' operation locks, one per path in use.
+struct counter_locks {
+    explicit counter_locks(session_port&) {}
+    void attach() {}
+    std::shared_ptr<std::mutex> of(const std::string& path) {
+        std::lock_guard lock(mutex);
+        auto& weak = by_path[path];
+        auto held = weak.lock();
+        if (!held) weak = held = std::make_shared<std::mutex>();
+        for (auto it = by_path.begin(); it != by_path.end();) it = it->second.expired() ? by_path.erase(it) : std::next(it);
+        return held;
+    }
+    std::mutex mutex;
+    std::map<std::string, std::weak_ptr<std::mutex>> by_path;
+};
+
 std::size_t failed_op(const std::vector<multi_op_result>& results) {
     for (std::size_t i = 0; i < results.size(); ++i) {
         if (results[i].error && results[i].error != errc::runtime_inconsistency) return i;
@@ -46,6 +63,7 @@ atomic_engine::atomic_engine(client& c, std::string path, int width, atomic_opti
     auto p = port_of(c);
     if (p->closed()) throw zkr::system_error(make_error_code(errc::client_closed), std::string(who) + " on a closed client");
     port_ = p->weak_port();
+    path_mutex_ = per_client<counter_locks>(*p)->of(path_);
 }
 
 atomic_engine::~atomic_engine() {
@@ -142,6 +160,7 @@ void atomic_engine::ensure_writer(session_port& p) {
 }
 
 atomic_result<std::int64_t> atomic_engine::get() {
+    std::lock_guard path_lock(*path_mutex_);
     std::lock_guard lock(mutex_);
     auto held = port();
     auto s = read(*held);
@@ -149,6 +168,7 @@ atomic_result<std::int64_t> atomic_engine::get() {
 }
 
 void atomic_engine::force_set(std::int64_t value) {
+    std::lock_guard path_lock(*path_mutex_);
     std::lock_guard lock(mutex_);
     auto held = port();
     auto& p = *held;
@@ -171,6 +191,7 @@ void atomic_engine::force_set(std::int64_t value) {
 
 atomic_result<std::int64_t> atomic_engine::update(const std::function<std::optional<std::int64_t>(std::int64_t)>& change,
                                                   bool fresh_read_first) {
+    std::lock_guard path_lock(*path_mutex_);
     std::lock_guard lock(mutex_);
     auto held = port();
     auto& p = *held;

@@ -46,7 +46,11 @@ private:
     atomic_options options_;
     const char* who_;
 
-    std::mutex mutex_;  // one operation at a time; held across its requests (never on the client's threads)
+    // One operation at a time on this counter among every object of this client: two objects of
+    // one process never race each other (the one with a fresh version would win every time and
+    // starve the other). Held across the operation's requests, never on the client's threads.
+    std::shared_ptr<std::mutex> path_mutex_;
+    std::mutex mutex_;  // this object's state, under path_mutex_
     std::optional<seen> cache_;
     std::string writer_;                 // our record's path ("" until made)
     std::int64_t writer_session_ = 0;    // the session it was made on (ephemeral: goes with it)

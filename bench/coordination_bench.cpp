@@ -1,0 +1,354 @@
+// zkr_coordination_bench — zkr's side of the counter, barrier and id benchmark (bench/coordination.sh
+// runs it beside Curator's, bench/java/CoordinationBench.java, with the same command line and output).
+//
+//   zkr_coordination_bench SCENARIO CONNECT PATH [--clients N] [--seconds S] [--warmup S]
+//                          [--releases K] [--block B] [--direct CONNECT]
+//
+//   inc       N clients (threads, each its own client and its own zkr::atomic_long on PATH/counter)
+//             increment for --warmup, then for --seconds: successful increments per second, versioned
+//             writes per increment (attempts), failed increments (gave up after max_attempts), the
+//             server's requests per increment (mntr zk_packets_received over the window, read from
+//             --direct), and the time of one increment in round trips (ms per increment / the
+//             median of 20 exists() on the same client before the run). At the end the counter
+//             must hold exactly the number of successful increments (else exit 1).
+//   barrier   N waiters (threads, each its own client and zkr::barrier) wait on the set barrier
+//             PATH/barrier; once every one's watch is on the server (wchp, read from --direct),
+//             another client removes it. K times. Release latency: from just before remove() to
+//             each waiter's return from wait_for(), p50 and max in ms and in round trips.
+//   ids       one zkr::id_generator (block B) on PATH/ids: ids per second over --seconds, the
+//             server's requests per 1000 ids. Checks that the ids strictly increase.
+//
+// One JSON line on stdout; exit 0, or 1 with the reason on stderr (and the JSON, if there is one).
+// Nodes made are deleted.
+#include <zkr/testkit.hpp>
+#include <zkr/zkr.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+struct options {
+    std::string scenario, connect, path, direct;
+    int clients = 1;
+    double seconds = 3, warmup = 1;
+    int releases = 20;
+    long long block = 1000;
+};
+
+options parse(int argc, char** argv) {
+    if (argc < 4)
+        throw std::invalid_argument("usage: zkr_coordination_bench SCENARIO CONNECT PATH [--clients N] [--seconds S] "
+                                    "[--warmup S] [--releases K] [--block B] [--direct CONNECT]");
+    options o{argv[1], argv[2], argv[3], argv[2]};
+    for (int i = 4; i + 1 < argc; i += 2) {
+        std::string k = argv[i], v = argv[i + 1];
+        if (k == "--clients") o.clients = std::stoi(v);
+        else if (k == "--seconds") o.seconds = std::stod(v);
+        else if (k == "--warmup") o.warmup = std::stod(v);
+        else if (k == "--releases") o.releases = std::stoi(v);
+        else if (k == "--block") o.block = std::stoll(v);
+        else if (k == "--direct") o.direct = v;
+        else throw std::invalid_argument("unknown option " + k);
+    }
+    return o;
+}
+
+zkr::client_options client_options(const std::string& connect) {
+    zkr::client_options o;
+    o.connect = connect;
+    o.session_timeout = 10s;
+    return o;
+}
+
+std::unique_ptr<zkr::client> connect(const std::string& cs) {
+    auto c = std::make_unique<zkr::client>(client_options(cs));
+    c->wait_connected();
+    return c;
+}
+
+std::string mntr_value(const std::string& direct, const std::string& key) {
+    auto first = direct.substr(0, direct.find(','));
+    std::istringstream in(zkr::testkit::four_letter_word(first, "mntr"));
+    std::string line;
+    while (std::getline(in, line)) {  // line by line: some values are not numbers (zk_version)
+        std::istringstream kv(line);
+        std::string k, value;
+        if (kv >> k >> value && k == key) return value;
+    }
+    throw std::runtime_error("no " + key + " in the server's mntr");
+}
+
+long long packets_received(const std::string& direct) { return std::stoll(mntr_value(direct, "zk_packets_received")); }
+
+// Sessions watching `path` (wchp lists each watched path, then its sessions indented).
+int watchers_of(const std::string& direct, const std::string& path) {
+    std::istringstream in(zkr::testkit::four_letter_word(direct.substr(0, direct.find(',')), "wchp"));
+    std::string line;
+    int n = 0;
+    bool in_path = false;
+    while (std::getline(in, line)) {
+        if (!line.empty() && line[0] == '/') in_path = line == path;
+        else if (in_path && line.find("0x") != std::string::npos) ++n;
+    }
+    return n;
+}
+
+double percentile(std::vector<double> xs, double q) {
+    if (xs.empty()) return 0;
+    std::sort(xs.begin(), xs.end());
+    auto i = static_cast<std::size_t>(q * static_cast<double>(xs.size() - 1) + 0.5);
+    return xs[std::min(i, xs.size() - 1)];
+}
+
+double seconds_since(clock_type::time_point t0) { return std::chrono::duration<double>(clock_type::now() - t0).count(); }
+
+// The median round trip of a read on `c` (exists() of a path that need not exist), in ms.
+double rtt_ms(zkr::client& c, const std::string& path) {
+    std::vector<double> xs;
+    for (int i = 0; i < 21; ++i) {
+        auto t0 = clock_type::now();
+        c.exists(path);
+        xs.push_back(seconds_since(t0) * 1000);
+    }
+    return percentile(xs, 0.5);
+}
+
+std::string num(double v) {
+    std::ostringstream s;
+    s.precision(6);
+    s << v;
+    return s.str();
+}
+
+std::string head(const options& o) { return "{\"driver\":\"zkr\",\"scenario\":\"" + o.scenario + "\""; }
+
+void sleep_s(double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); }
+
+int inc(const options& o) {
+    const std::string path = o.path + "/counter";
+    std::vector<std::unique_ptr<zkr::client>> clients;
+    for (int i = 0; i < o.clients; ++i) clients.push_back(connect(o.connect));
+    clients[0]->create_parents(o.path);
+    double rtt = rtt_ms(*clients[0], o.path);
+    std::atomic<bool> stop{false};
+    std::atomic<long long> ok{0}, failed{0}, attempts{0};
+    std::mutex error_mutex;
+    std::string error;
+    std::vector<std::thread> threads;
+    std::vector<std::unique_ptr<zkr::atomic_long>> counters;
+    zkr::atomic_options ao;
+    ao.max_attempts = 1000;  // as Curator's RetryNTimes(1000, 1)
+    for (auto& c : clients) counters.push_back(std::make_unique<zkr::atomic_long>(*c, path, ao));
+    for (auto& counter : counters) {
+        threads.emplace_back([&, counter = counter.get()] {
+            try {
+                while (!stop.load(std::memory_order_relaxed)) {
+                    auto r = counter->increment();
+                    attempts += r.attempts;
+                    if (r.succeeded) ++ok;
+                    else ++failed;
+                }
+            } catch (const std::exception& e) {
+                std::lock_guard lock(error_mutex);
+                if (error.empty()) error = e.what();
+                stop = true;
+            }
+        });
+    }
+    sleep_s(o.warmup);
+    long long ok0 = ok, failed0 = failed, attempts0 = attempts, packets0 = packets_received(o.direct);
+    auto t0 = clock_type::now();
+    sleep_s(o.seconds);
+    long long ok1 = ok, failed1 = failed, attempts1 = attempts, packets1 = packets_received(o.direct);
+    double window = seconds_since(t0);
+    stop = true;
+    for (auto& t : threads) t.join();
+    if (!error.empty()) throw std::runtime_error("an increment threw: " + error);
+    counters.clear();  // their writer records go (guaranteed deletes)
+    auto final_value = zkr::atomic_long(*clients[0], path).get().post;
+    long long ops = ok1 - ok0;
+    double op_ms = ops ? window * 1000 * o.clients / static_cast<double>(ops) : 0;
+    std::string out = head(o) + ",\"clients\":" + std::to_string(o.clients) + ",\"seconds\":" + num(window) +
+                      ",\"ops\":" + std::to_string(ops) + ",\"ops_per_s\":" + num(static_cast<double>(ops) / window) +
+                      ",\"attempts_per_op\":" + num(ops ? static_cast<double>(attempts1 - attempts0) / static_cast<double>(ops) : 0) +
+                      ",\"requests_per_op\":" + num(ops ? static_cast<double>(packets1 - packets0) / static_cast<double>(ops) : 0) +
+                      ",\"failed_ops\":" + std::to_string(failed1 - failed0) + ",\"rtt_ms\":" + num(rtt) + ",\"op_ms\":" + num(op_ms) +
+                      ",\"rtt_per_op\":" + num(rtt > 0 ? op_ms / rtt : 0) + ",\"total_ok\":" + std::to_string(ok.load()) +
+                      ",\"total_failed\":" + std::to_string(failed.load()) + ",\"final_value\":" + std::to_string(final_value) +
+                      ",\"counter_ok\":" + (final_value == ok ? "true" : "false") + "}";
+    std::cout << out << std::endl;
+    // Clean up: the writer records are ephemeral children, gone with their sessions.
+    for (std::size_t i = 1; i < clients.size(); ++i) clients[i]->close();
+    for (int tries = 0; tries < 50; ++tries) {
+        zkr::error_code ec;
+        clients[0]->remove(path, zkr::any_version, ec);
+        if (ec != zkr::errc::not_empty) break;
+        std::this_thread::sleep_for(20ms);
+    }
+    {
+        zkr::error_code ec;
+        clients[0]->remove(o.path, zkr::any_version, ec);
+    }
+    if (final_value != ok) {
+        std::cerr << "zkr_coordination_bench: the counter holds " << final_value << " after " << ok.load()
+                  << " successful increments\n";
+        return 1;
+    }
+    return 0;
+}
+
+int barrier(const options& o) {
+    const std::string path = o.path + "/barrier";
+    auto controller = connect(o.connect);
+    controller->create_parents(o.path);
+    double rtt = rtt_ms(*controller, o.path);
+    zkr::barrier gate(*controller, path);
+    std::vector<std::unique_ptr<zkr::client>> clients;
+    for (int i = 0; i < o.clients; ++i) clients.push_back(connect(o.connect));
+    std::mutex mutex;
+    std::condition_variable cv;
+    int round = -1, woken = 0;
+    bool quit = false;
+    std::string error;
+    std::vector<clock_type::time_point> wake(static_cast<std::size_t>(o.clients));
+    std::vector<std::thread> threads;
+    for (int i = 0; i < o.clients; ++i) {
+        threads.emplace_back([&, i] {
+            zkr::barrier b(*clients[static_cast<std::size_t>(i)], path);
+            int seen = -1;
+            for (;;) {
+                {
+                    std::unique_lock lock(mutex);
+                    cv.wait(lock, [&] { return quit || round != seen; });
+                    if (quit) return;
+                    seen = round;
+                }
+                bool passed = false;
+                std::string why;
+                try {
+                    passed = b.wait_for(30s);
+                } catch (const std::exception& e) {
+                    why = e.what();
+                }
+                auto t = clock_type::now();
+                std::lock_guard lock(mutex);
+                wake[static_cast<std::size_t>(i)] = t;
+                if (!passed && error.empty()) error = why.empty() ? "a waiter was not released within 30 s" : why;
+                ++woken;
+                cv.notify_all();
+            }
+        });
+    }
+    std::vector<double> latencies;
+    std::vector<double> remove_ms;
+    std::string failure;
+    try {
+        for (int k = 0; k < o.releases; ++k) {
+            gate.set();
+            {
+                std::lock_guard lock(mutex);
+                if (!error.empty()) break;
+                woken = 0;
+                ++round;
+            }
+            cv.notify_all();
+            const auto deadline = clock_type::now() + 30s;
+            while (watchers_of(o.direct, path) < o.clients) {
+                if (clock_type::now() > deadline) throw std::runtime_error("the waiters' watches were not all set within 30 s");
+                std::this_thread::sleep_for(1ms);
+            }
+            auto t0 = clock_type::now();
+            gate.remove();
+            remove_ms.push_back(seconds_since(t0) * 1000);
+            std::unique_lock lock(mutex);
+            if (!cv.wait_for(lock, 60s, [&] { return woken == o.clients; })) throw std::runtime_error("waiters not back within 60 s");
+            for (auto t : wake) latencies.push_back(std::chrono::duration<double, std::milli>(t - t0).count());
+        }
+    } catch (const std::exception& e) {
+        failure = e.what();
+    }
+    {
+        std::lock_guard lock(mutex);
+        quit = true;
+    }
+    cv.notify_all();
+    gate.remove();  // lets a waiter still waiting go
+    for (auto& t : threads) t.join();
+    {
+        zkr::error_code ec;
+        controller->remove(o.path, zkr::any_version, ec);
+    }
+    if (!failure.empty()) throw std::runtime_error(failure);
+    if (!error.empty()) throw std::runtime_error(error);
+    double p50 = percentile(latencies, 0.5), mx = percentile(latencies, 1.0);
+    std::cout << head(o) << ",\"waiters\":" << o.clients << ",\"releases\":" << o.releases << ",\"rtt_ms\":" << num(rtt)
+              << ",\"p50_ms\":" << num(p50) << ",\"max_ms\":" << num(mx) << ",\"p50_rtt\":" << num(p50 / rtt)
+              << ",\"max_rtt\":" << num(mx / rtt) << ",\"remove_p50_ms\":" << num(percentile(remove_ms, 0.5)) << "}" << std::endl;
+    return 0;
+}
+
+int ids(const options& o) {
+    const std::string path = o.path + "/ids";
+    auto c = connect(o.connect);
+    c->create_parents(o.path);
+    double rtt = rtt_ms(*c, o.path);
+    long long n = 0;
+    std::int64_t last = 0;
+    {
+        zkr::id_generator gen(*c, path, o.block);
+        const auto warm_end = clock_type::now() + std::chrono::duration<double>(o.warmup);
+        while (clock_type::now() < warm_end) {
+            for (int i = 0; i < 1000; ++i) last = gen.next();
+        }
+        auto packets0 = packets_received(o.direct);
+        auto t0 = clock_type::now();
+        const auto end = t0 + std::chrono::duration<double>(o.seconds);
+        while (clock_type::now() < end) {
+            for (int i = 0; i < 1000; ++i, ++n) {
+                auto id = gen.next();
+                if (id <= last) throw std::runtime_error("id " + std::to_string(id) + " after " + std::to_string(last));
+                last = id;
+            }
+        }
+        double window = seconds_since(t0);
+        auto packets = packets_received(o.direct) - packets0;
+        std::cout << head(o) << ",\"block\":" << o.block << ",\"seconds\":" << num(window) << ",\"ids\":" << n
+                  << ",\"ids_per_s\":" << num(static_cast<double>(n) / window)
+                  << ",\"requests_per_1000_ids\":" << num(static_cast<double>(packets) * 1000 / static_cast<double>(n))
+                  << ",\"rtt_ms\":" << num(rtt) << "}" << std::endl;
+    }
+    c->close();  // the writer record goes with the session
+    auto cleanup = connect(o.connect);
+    zkr::error_code ec;
+    cleanup->remove(path, zkr::any_version, ec);
+    cleanup->remove(o.path, zkr::any_version, ec);
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+    zkr::log::set_threshold(zkr::log::level::error);
+    auto o = parse(argc, argv);
+    if (o.scenario == "inc") return inc(o);
+    if (o.scenario == "barrier") return barrier(o);
+    if (o.scenario == "ids") return ids(o);
+    throw std::invalid_argument("unknown scenario " + o.scenario);
+} catch (const std::exception& e) {
+    std::cerr << "zkr_coordination_bench: " << e.what() << "\n";
+    return 1;
+}
