@@ -10,6 +10,10 @@
 #include "zkr/path.hpp"
 #include "zkr/testkit.hpp"
 
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_future.hpp>
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -406,4 +410,72 @@ TEST_CASE("count-down latch: a count of 0 is released at once; waiters watch one
     zkr::count_down_latch unset(c, "/latches/unset");
     CHECK_FALSE(unset.await_for(100ms));
     CHECK(eventually([&] { return cluster.watch_count(0) == before; }));
+}
+
+// ---------------------------------------------------------------- async waits
+
+TEST_CASE("barrier and latch: async waits complete on the node, are cancelled with their watch, and end with the client",
+          "[barrier][count_down_latch][own_servers]") {
+    zkr::testkit::ensemble cluster(zkr::test::own_servers(1));
+    zkr::client c(test_options(cluster.connect_string()));
+    auto before = cluster.watch_count(0);
+
+    // A future: completes once the barrier is removed, not before; the barrier object may go first.
+    std::future<void> passed;
+    {
+        zkr::barrier gate(c, "/async/gate");
+        gate.set();
+        passed = gate.async_wait(boost::asio::use_future);
+    }
+    CHECK(passed.wait_for(300ms) == std::future_status::timeout);
+    zkr::barrier(c, "/async/gate").remove();
+    REQUIRE(passed.wait_for(10s) == std::future_status::ready);
+    CHECK_NOTHROW(passed.get());
+
+    // A callback on the client's executor: the latch released by its last count-down.
+    zkr::count_down_latch latch(c, "/async/latch");
+    REQUIRE(latch.try_set_count(2));
+    std::promise<zkr::error_code> awaited;
+    auto executor = latch.get_executor();
+    std::atomic<bool> on_executor{false};
+    latch.async_await([&](zkr::error_code ec) {
+        on_executor = executor.target<boost::asio::io_context::executor_type>() &&
+                      executor.target<boost::asio::io_context::executor_type>()->running_in_this_thread();
+        awaited.set_value(ec);
+    });
+    auto fut = awaited.get_future();
+    latch.count_down();
+    CHECK(fut.wait_for(300ms) == std::future_status::timeout);
+    latch.count_down();
+    REQUIRE(fut.wait_for(10s) == std::future_status::ready);
+    CHECK_FALSE(fut.get());
+    CHECK(on_executor);
+
+    // Cancelled: completes with cancelled, and its watch leaves the server.
+    zkr::barrier up(c, "/async/up");
+    up.set();
+    boost::asio::cancellation_signal cancel;
+    auto cancelled = up.async_wait(boost::asio::bind_cancellation_slot(cancel.slot(), boost::asio::use_future));
+    REQUIRE(eventually([&] { return cluster.watch_count(0) == before + 1; }));
+    cancel.emit(boost::asio::cancellation_type::terminal);
+    REQUIRE(cancelled.wait_for(10s) == std::future_status::ready);
+    try {
+        cancelled.get();
+        FAIL("a cancelled wait completed without error");
+    } catch (const zkr::system_error& e) {
+        CHECK(e.code() == errc::cancelled);
+    }
+    CHECK(eventually([&] { return cluster.watch_count(0) == before; }));
+
+    // The client closes while one waits: client_closed.
+    auto pending = up.async_wait(boost::asio::use_future);
+    REQUIRE(eventually([&] { return cluster.watch_count(0) == before + 1; }));
+    c.close();
+    REQUIRE(pending.wait_for(10s) == std::future_status::ready);
+    try {
+        pending.get();
+        FAIL("a wait whose client closed completed without error");
+    } catch (const zkr::system_error& e) {
+        CHECK(e.code() == errc::client_closed);
+    }
 }

@@ -5,6 +5,10 @@
 #include "zkr/export.hpp"
 
 #include "zkr/client.hpp"
+#include "zkr/detail/initiation.hpp"
+#include "zkr/detail/node_wait.hpp"
+
+#include <boost/asio/deferred.hpp>
 
 #include <chrono>
 #include <memory>
@@ -45,12 +49,31 @@ public:
     bool wait_for(std::chrono::milliseconds timeout);
     /// Blocks until the barrier is down.
     void wait() { wait_for(std::chrono::milliseconds::max()); }
+    /// Completes once the barrier is down, blocking nothing meanwhile. Handler:
+    /// void(zkr::error_code): no error once the node is gone (as read from the server; a lost
+    /// session makes it read again on the next one), errc::client_closed, errc::cancelled by
+    /// per-operation cancellation (any type; the watch is removed from the server), or the error
+    /// of a read the retry policy gave up on. The handler runs on its associated executor, by
+    /// default the client's. The barrier object may go before it completes.
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_wait(CompletionToken&& token = {}) {
+        return boost::asio::async_initiate<CompletionToken, void(error_code)>(
+            detail::initiation{executor_, [port = port_, executor = executor_, path = path_](auto handler) {
+                                   detail::start_node_wait(port, executor, path, false, std::move(handler));
+                               }},
+            token);
+    }
+    /// The type of get_executor().
+    using executor_type = boost::asio::any_io_executor;
+    /// The client's executor: where async_wait completes by default.
+    executor_type get_executor() const { return executor_; }
     /// The barrier's path.
     const std::string& path() const noexcept { return path_; }
 
 private:
     std::shared_ptr<detail::session_port> port() const;
     std::weak_ptr<detail::session_port> port_;
+    boost::asio::any_io_executor executor_;
     std::string path_;
 };
 

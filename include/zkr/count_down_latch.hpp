@@ -5,6 +5,10 @@
 #include "zkr/export.hpp"
 
 #include "zkr/client.hpp"
+#include "zkr/detail/initiation.hpp"
+#include "zkr/detail/node_wait.hpp"
+
+#include <boost/asio/deferred.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -51,6 +55,22 @@ public:
     bool await_for(std::chrono::milliseconds timeout);
     /// Blocks until the count reached 0.
     void await() { await_for(std::chrono::milliseconds::max()); }
+    /// Completes once the count reached 0, blocking nothing meanwhile. Handler:
+    /// void(zkr::error_code), as barrier::async_wait's (errc::cancelled by per-operation
+    /// cancellation, the watch removed; errc::client_closed). The latch object may go before it
+    /// completes.
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_await(CompletionToken&& token = {}) {
+        return boost::asio::async_initiate<CompletionToken, void(error_code)>(
+            detail::initiation{executor_, [port = port_, executor = executor_, path = released_](auto handler) {
+                                   detail::start_node_wait(port, executor, path, true, std::move(handler));
+                               }},
+            token);
+    }
+    /// The type of get_executor().
+    using executor_type = boost::asio::any_io_executor;
+    /// The client's executor: where async_await completes by default.
+    executor_type get_executor() const { return executor_; }
     /// The count left (0 for a latch with no count). Throws zkr::system_error.
     std::int64_t count() const;
     /// Deletes the latch, its count-downs and its release, so the path can serve again. Throws
@@ -62,6 +82,7 @@ public:
 private:
     std::shared_ptr<detail::session_port> port() const;
     std::weak_ptr<detail::session_port> port_;
+    boost::asio::any_io_executor executor_;
     std::string path_, released_;
 };
 

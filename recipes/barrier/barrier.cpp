@@ -19,6 +19,7 @@ barrier::barrier(client& c, std::string path) : path_(std::move(path)) {
     auto p = detail::port_of(c);
     if (p->closed()) throw zkr::system_error(make_error_code(errc::client_closed), "zkr::barrier on a closed client");
     port_ = p->weak_port();
+    executor_ = p->executor();
 }
 
 barrier::~barrier() = default;

@@ -42,6 +42,7 @@ count_down_latch::count_down_latch(client& c, std::string path) : path_(std::mov
     auto p = detail::port_of(c);
     if (p->closed()) throw zkr::system_error(make_error_code(errc::client_closed), "zkr::count_down_latch on a closed client");
     port_ = p->weak_port();
+    executor_ = p->executor();
     released_ = join_path(path_, released_name);
 }
 
