@@ -19,22 +19,24 @@ import sys
 import tempfile
 import time
 
-INC = ["ops_per_s", "attempts_per_op", "requests_per_op", "rtt_per_op", "failed_ops"]
+INC1 = ["ops_per_s", "requests_per_op", "rtt_per_op", "p50_op_ms", "p99_op_ms"]
+INC8 = ["ops_per_s", "attempts_per_op", "requests_per_op", "failed_ops", "fewest_by_one_client", "p50_op_ms", "p99_op_ms",
+        "max_op_ms"]
 BARRIER = ["p50_ms", "max_ms", "p50_rtt", "max_rtt"]
 IDS = ["ids_per_s", "requests_per_1000_ids"]
 CASES_FULL = [
-    dict(id="inc 1 client D=0", scenario="inc", d=0, args=["--clients", "1", "--seconds", "3", "--warmup", "1"], metrics=INC),
-    dict(id="inc 1 client D=1ms", scenario="inc", d=1, args=["--clients", "1", "--seconds", "3", "--warmup", "1"], metrics=INC),
-    dict(id="inc 8 clients D=0", scenario="inc", d=0, args=["--clients", "8", "--seconds", "3", "--warmup", "1"], metrics=INC),
-    dict(id="inc 8 clients D=1ms", scenario="inc", d=1, args=["--clients", "8", "--seconds", "3", "--warmup", "1"], metrics=INC),
+    dict(id="inc 1 client D=0", scenario="inc", d=0, args=["--clients", "1", "--seconds", "3", "--warmup", "1"], metrics=INC1),
+    dict(id="inc 1 client D=1ms", scenario="inc", d=1, args=["--clients", "1", "--seconds", "3", "--warmup", "1"], metrics=INC1),
+    dict(id="inc 8 clients D=0", scenario="inc", d=0, args=["--clients", "8", "--seconds", "3", "--warmup", "1"], metrics=INC8),
+    dict(id="inc 8 clients D=1ms", scenario="inc", d=1, args=["--clients", "8", "--seconds", "3", "--warmup", "1"], metrics=INC8),
     dict(id="barrier 8 waiters D=0", scenario="barrier", d=0, args=["--clients", "8", "--releases", "20"], metrics=BARRIER),
     dict(id="barrier 8 waiters D=1ms", scenario="barrier", d=1, args=["--clients", "8", "--releases", "20"], metrics=BARRIER),
     dict(id="ids D=0", scenario="ids", d=0, args=["--block", "1000", "--seconds", "2", "--warmup", "1"], metrics=IDS),
     dict(id="ids D=1ms", scenario="ids", d=1, args=["--block", "1000", "--seconds", "2", "--warmup", "1"], metrics=IDS),
 ]
 CASES_SMOKE = [
-    dict(id="inc 1 client D=0", scenario="inc", d=0, args=["--clients", "1", "--seconds", "0.3", "--warmup", "0.1"], metrics=INC),
-    dict(id="inc 8 clients D=1ms", scenario="inc", d=1, args=["--clients", "8", "--seconds", "0.3", "--warmup", "0.1"], metrics=INC),
+    dict(id="inc 1 client D=0", scenario="inc", d=0, args=["--clients", "1", "--seconds", "0.3", "--warmup", "0.1"], metrics=INC1),
+    dict(id="inc 8 clients D=1ms", scenario="inc", d=1, args=["--clients", "8", "--seconds", "0.3", "--warmup", "0.1"], metrics=INC8),
     dict(id="barrier 8 waiters D=1ms", scenario="barrier", d=1, args=["--clients", "8", "--releases", "3"], metrics=BARRIER),
     dict(id="ids D=0", scenario="ids", d=0, args=["--block", "1000", "--seconds", "0.3", "--warmup", "0.1"], metrics=IDS),
 ]
@@ -70,7 +72,7 @@ def start_proxy(proxy_bin, target, delay_ms):
 def fmt(v):
     if v is None:
         return "-"
-    if abs(v) >= 1000:
+    if float(v).is_integer() or abs(v) >= 1000:
         return "{:,.0f}".format(v)
     if abs(v) >= 100:
         return "%.0f" % v

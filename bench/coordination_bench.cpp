@@ -4,13 +4,15 @@
 //   zkr_coordination_bench SCENARIO CONNECT PATH [--clients N] [--seconds S] [--warmup S]
 //                          [--releases K] [--block B] [--direct CONNECT]
 //
-//   inc       N clients (threads, each its own client and its own zkr::atomic_long on PATH/counter)
-//             increment for --warmup, then for --seconds: successful increments per second, versioned
-//             writes per increment (attempts), failed increments (gave up after max_attempts), the
-//             server's requests per increment (mntr zk_packets_received over the window, read from
-//             --direct), and the time of one increment in round trips (ms per increment / the
-//             median of 20 exists() on the same client before the run). At the end the counter
-//             must hold exactly the number of successful increments (else exit 1).
+//   inc       N clients (threads, each its own client and its own zkr::atomic_long on PATH/counter,
+//             max_attempts 1000 as Curator's RetryNTimes(1000, 1)) increment for --warmup, then for
+//             --seconds. Over that window: successful increments per second, versioned writes per
+//             increment (attempts), failed increments (gave up), the fewest increments one client
+//             made, the server's requests per increment (mntr zk_packets_received, read from
+//             --direct), and ms per increment (window × N / increments) in round trips (the median
+//             of 21 exists() on the same client before the run). Latency p50/p99/max: every
+//             increment ending after the window began, including those still trying at its end.
+//             At the end the counter must hold exactly the successful increments (else exit 1).
 //   barrier   N waiters (threads, each its own client and zkr::barrier) wait on the set barrier
 //             PATH/barrier; once every one's watch is on the server (wchp, read from --direct),
 //             another client removes it. K times. Release latency: from just before remove() to
@@ -118,6 +120,7 @@ double seconds_since(clock_type::time_point t0) { return std::chrono::duration<d
 
 // The median round trip of a read on `c` (exists() of a path that need not exist), in ms.
 double rtt_ms(zkr::client& c, const std::string& path) {
+    for (int i = 0; i < 5; ++i) c.exists(path);  // warm
     std::vector<double> xs;
     for (int i = 0; i < 21; ++i) {
         auto t0 = clock_type::now();
@@ -144,21 +147,32 @@ int inc(const options& o) {
     for (int i = 0; i < o.clients; ++i) clients.push_back(connect(o.connect));
     clients[0]->create_parents(o.path);
     double rtt = rtt_ms(*clients[0], o.path);
+    struct op {
+        clock_type::time_point end;
+        double ms;
+        int attempts;
+        bool ok;
+    };
     std::atomic<bool> stop{false};
-    std::atomic<long long> ok{0}, failed{0}, attempts{0};
+    std::atomic<long long> ok{0}, failed{0};
     std::mutex error_mutex;
     std::string error;
+    std::vector<std::vector<op>> ops(clients.size());
     std::vector<std::thread> threads;
     std::vector<std::unique_ptr<zkr::atomic_long>> counters;
     zkr::atomic_options ao;
     ao.max_attempts = 1000;  // as Curator's RetryNTimes(1000, 1)
     for (auto& c : clients) counters.push_back(std::make_unique<zkr::atomic_long>(*c, path, ao));
-    for (auto& counter : counters) {
-        threads.emplace_back([&, counter = counter.get()] {
+    for (std::size_t i = 0; i < counters.size(); ++i) {
+        threads.emplace_back([&, i] {
+            auto& mine = ops[i];
+            mine.reserve(1 << 16);
             try {
                 while (!stop.load(std::memory_order_relaxed)) {
-                    auto r = counter->increment();
-                    attempts += r.attempts;
+                    auto t = clock_type::now();
+                    auto r = counters[i]->increment();
+                    auto end = clock_type::now();
+                    mine.push_back({end, std::chrono::duration<double, std::milli>(end - t).count(), r.attempts, r.succeeded});
                     if (r.succeeded) ++ok;
                     else ++failed;
                 }
@@ -170,23 +184,41 @@ int inc(const options& o) {
         });
     }
     sleep_s(o.warmup);
-    long long ok0 = ok, failed0 = failed, attempts0 = attempts, packets0 = packets_received(o.direct);
+    auto packets0 = packets_received(o.direct);
     auto t0 = clock_type::now();
     sleep_s(o.seconds);
-    long long ok1 = ok, failed1 = failed, attempts1 = attempts, packets1 = packets_received(o.direct);
-    double window = seconds_since(t0);
+    auto t1 = clock_type::now();
+    auto packets1 = packets_received(o.direct);
+    double window = std::chrono::duration<double>(t1 - t0).count();
     stop = true;
     for (auto& t : threads) t.join();
     if (!error.empty()) throw std::runtime_error("an increment threw: " + error);
     counters.clear();  // their writer records go (guaranteed deletes)
     auto final_value = zkr::atomic_long(*clients[0], path).get().post;
-    long long ops = ok1 - ok0;
-    double op_ms = ops ? window * 1000 * o.clients / static_cast<double>(ops) : 0;
+    // In the window: successes, their attempts, failures, each client's successes. Latency: every
+    // increment that ended after the window began, those that were still trying at its end too.
+    long long n = 0, attempts = 0, failed_in = 0, fewest = -1;
+    std::vector<double> latencies;
+    for (auto& mine : ops) {
+        long long own = 0;
+        for (auto& x : mine) {
+            if (x.end < t0) continue;
+            if (x.ok) latencies.push_back(x.ms);
+            if (x.end > t1) continue;
+            if (x.ok) ++own, attempts += x.attempts;
+            else ++failed_in;
+        }
+        n += own;
+        fewest = fewest < 0 ? own : std::min(fewest, own);
+    }
+    double op_ms = n ? window * 1000 * o.clients / static_cast<double>(n) : 0;
     std::string out = head(o) + ",\"clients\":" + std::to_string(o.clients) + ",\"seconds\":" + num(window) +
-                      ",\"ops\":" + std::to_string(ops) + ",\"ops_per_s\":" + num(static_cast<double>(ops) / window) +
-                      ",\"attempts_per_op\":" + num(ops ? static_cast<double>(attempts1 - attempts0) / static_cast<double>(ops) : 0) +
-                      ",\"requests_per_op\":" + num(ops ? static_cast<double>(packets1 - packets0) / static_cast<double>(ops) : 0) +
-                      ",\"failed_ops\":" + std::to_string(failed1 - failed0) + ",\"rtt_ms\":" + num(rtt) + ",\"op_ms\":" + num(op_ms) +
+                      ",\"ops\":" + std::to_string(n) + ",\"ops_per_s\":" + num(static_cast<double>(n) / window) +
+                      ",\"attempts_per_op\":" + num(n ? static_cast<double>(attempts) / static_cast<double>(n) : 0) +
+                      ",\"requests_per_op\":" + num(n ? static_cast<double>(packets1 - packets0) / static_cast<double>(n) : 0) +
+                      ",\"failed_ops\":" + std::to_string(failed_in) + ",\"fewest_by_one_client\":" + std::to_string(fewest) +
+                      ",\"p50_op_ms\":" + num(percentile(latencies, 0.5)) + ",\"p99_op_ms\":" + num(percentile(latencies, 0.99)) +
+                      ",\"max_op_ms\":" + num(percentile(latencies, 1.0)) + ",\"rtt_ms\":" + num(rtt) + ",\"op_ms\":" + num(op_ms) +
                       ",\"rtt_per_op\":" + num(rtt > 0 ? op_ms / rtt : 0) + ",\"total_ok\":" + std::to_string(ok.load()) +
                       ",\"total_failed\":" + std::to_string(failed.load()) + ",\"final_value\":" + std::to_string(final_value) +
                       ",\"counter_ok\":" + (final_value == ok ? "true" : "false") + "}";

@@ -52,10 +52,13 @@ echo "zklock: installed into a private prefix, run without LD_LIBRARY_PATH"
 cmake --install "$build" --prefix "$work/prefix" >/dev/null
 private_zklock=$(find "$work/prefix" -path '*/bin/zklock')
 env -u LD_LIBRARY_PATH "$private_zklock" --version
-# On the libzkr installed beside it, not the package's that the loader finds anyway.
-if ! env -u LD_LIBRARY_PATH ldd "$private_zklock" | grep -q "libzkr.* => $work/prefix/"; then
+# On the libzkr installed beside it, not the package's that the loader finds anyway. ldd's output
+# is read whole first: `ldd | grep -q` under pipefail failed when grep, done at the first match,
+# closed the pipe while ldd still wrote (SIGPIPE), now and then.
+loaded=$(env -u LD_LIBRARY_PATH ldd "$private_zklock")
+if ! grep -q "libzkr.* => $work/prefix/" <<<"$loaded"; then
   echo "the privately installed zklock does not load the libzkr beside it:" >&2
-  env -u LD_LIBRARY_PATH ldd "$private_zklock" | grep libzkr >&2
+  grep libzkr <<<"$loaded" >&2
   exit 1
 fi
 rm -rf "$work"

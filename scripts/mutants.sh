@@ -52,6 +52,16 @@ node-adopts-foreign~recipes/nodes/persistent_node.cpp~        if (owner == curre
 node-sequence-not-kept~recipes/nodes/persistent_node.cpp~    create_mode creation_mode_locked() const { return actual_.empty() ? mode_ : without_sequence(mode_); }~    create_mode creation_mode_locked() const { return mode_; }~integration:persistent node: a sequential node keeps*
 node-not-made-on-new-session~recipes/nodes/persistent_node.cpp~                self->ensure();  // a new session: our ephemeral node is going, every watch is gone~                (void)0;~integration:persistent node: back after its session expires*
 cache-reads-recurse~recipes/cache/tree_cache.cpp~    void send_all(std::vector<cache_read> reads) {\n        {~    void send_all(std::vector<cache_read> reads) {\n        if ((true)) { for (auto& r : reads) send(r); return; }\n        {~integration:tree cache: a subtree too large*
+multi-transport-answered~src/requests.cpp~        if (is_transport_failure(rc)) answered = false;~        (void)0;~integration:a multi whose reply is lost*
+counter-blind-after-lost-reply~recipes/atomic/atomic_engine.cpp~        if (failed == 0 && ec == errc::bad_version) {~        if (false) {~integration:atomic long: an increment whose reply is lost*
+counter-doubt-always-settled~recipes/atomic/atomic_engine.cpp~            if (read(p).version == *doubt_version) {~            if (true) {~integration:atomic long: a session lost*
+counter-doubt-never-settled~recipes/atomic/atomic_engine.cpp~            if (read(p).version == *doubt_version) {~            if (false) {~integration:atomic long: a session lost*
+counter-objects-race~recipes/atomic/atomic_engine.cpp~    path_mutex_ = per_client<counter_locks>(*p)->of(path_);~    path_mutex_ = std::make_shared<std::mutex>();~integration:atomic long: objects of one client*
+latch-count-down-unkeyed~recipes/barrier/count_down_latch.cpp~        if (ec == errc::node_exists && failed == 0) return;~        if (ec == errc::node_exists && failed == 0) { key = join_path(path_, "cd-" + b::member_uuid()); continue; }~integration:count-down latch: a count-down whose reply is lost*
+latch-release-apart~recipes/barrier/count_down_latch.cpp~        if (left == 1) ops.push_back(op::create{released_, "", create_mode::persistent});~        (void)0;~integration:count-down latch: set once*
+dbarrier-timeout-keeps-node~recipes/barrier/double_barrier.cpp~        if (!listed) {\n            delete_own(p);\n            return false;\n        }~        if (!listed) {\n            entered_ = false;\n            return false;\n        }~integration:double barrier: an entrant that times out*
+barrier-timeout-keeps-watch~recipes/toolkit/blocking.cpp~    drop_watch(port, w);\n    return watch_end::timed_out;~    return watch_end::timed_out;~integration:barrier: a wait that times out*
+async-cancel-keeps-watch~recipes/toolkit/node_wait.cpp~        drop(ws);\n        finish(make_error_code(errc::cancelled));~        finish(make_error_code(errc::cancelled));~integration:barrier and latch: async*
 EOF
 )
 

@@ -6,8 +6,9 @@
 //                     [--releases K] [--block B] [--direct CONNECT]
 //
 //   inc      N clients (threads, each its own CuratorFramework and DistributedAtomicLong on
-//            PATH/counter) increment: as zkr_coordination_bench (attempts_per_op: the
-//            AtomicValue's optimistic tries). The counter must hold the successful increments.
+//            PATH/counter, retry policy RetryNTimes(1000, 1)) increment: as zkr_coordination_bench
+//            (attempts_per_op: the AtomicValue's optimistic tries). The counter must hold the
+//            successful increments.
 //   barrier  N waiters (each its own client and DistributedBarrier) in waitOnBarrier(); another
 //            client calls removeBarrier(): as zkr_coordination_bench.
 //   ids      the id source is DistributedAtomicLong.increment(), one id per call (Curator has no
@@ -110,6 +111,9 @@ final class CoordinationBench {
 
     /** The median round trip of a read on c (checkExists of a path that need not exist), in ms. */
     static double rttMs(CuratorFramework c, String p) throws Exception {
+        for (int i = 0; i < 5; i++) {
+            c.checkExists().forPath(p);  // warm
+        }
         List<Double> xs = new ArrayList<>();
         for (int i = 0; i < 21; i++) {
             long t0 = System.nanoTime();
@@ -142,16 +146,35 @@ final class CoordinationBench {
         ensurePath(cs.get(0), path);
         double rtt = rttMs(cs.get(0), path);
         AtomicBoolean stop = new AtomicBoolean();
-        AtomicLong ok = new AtomicLong(), failed = new AtomicLong(), attempts = new AtomicLong();
+        AtomicLong ok = new AtomicLong(), failed = new AtomicLong();
         AtomicReference<Throwable> error = new AtomicReference<>();
         List<Thread> threads = new ArrayList<>();
-        for (CuratorFramework c : cs) {
-            DistributedAtomicLong counter = new DistributedAtomicLong(c, counterPath, new RetryNTimes(1000, 1));
+        // Per client: each increment's end (ns), duration (ns), optimistic tries, success.
+        List<long[][]> ops = new ArrayList<>();
+        int[] counts = new int[clients];
+        for (int i = 0; i < clients; i++) {
+            final int me = i;
+            long[][] mine = new long[][] {new long[1 << 16], new long[1 << 16], new long[1 << 16], new long[1 << 16]};
+            ops.add(mine);
+            DistributedAtomicLong counter = new DistributedAtomicLong(cs.get(i), counterPath, new RetryNTimes(1000, 1));
             Thread t = new Thread(() -> {
+                long[][] m = ops.get(me);
                 try {
                     while (!stop.get()) {
+                        long s = System.nanoTime();
                         AtomicValue<Long> r = counter.increment();
-                        attempts.addAndGet(r.getStats().getOptimisticTries());
+                        long e = System.nanoTime();
+                        int k = counts[me];
+                        if (k == m[0].length) {
+                            for (int j = 0; j < 4; j++) {
+                                m[j] = java.util.Arrays.copyOf(m[j], k * 2);
+                            }
+                        }
+                        m[0][k] = e;
+                        m[1][k] = e - s;
+                        m[2][k] = r.getStats().getOptimisticTries();
+                        m[3][k] = r.succeeded() ? 1 : 0;
+                        counts[me] = k + 1;
                         if (r.succeeded()) {
                             ok.incrementAndGet();
                         } else {
@@ -167,11 +190,12 @@ final class CoordinationBench {
             threads.add(t);
         }
         sleepS(warmup);
-        long ok0 = ok.get(), failed0 = failed.get(), attempts0 = attempts.get(), packets0 = packetsReceived();
+        long packets0 = packetsReceived();
         long t0 = System.nanoTime();
         sleepS(seconds);
-        long ok1 = ok.get(), failed1 = failed.get(), attempts1 = attempts.get(), packets1 = packetsReceived();
-        double window = (System.nanoTime() - t0) / 1e9;
+        long t1 = System.nanoTime();
+        long packets1 = packetsReceived();
+        double window = (t1 - t0) / 1e9;
         stop.set(true);
         for (Thread t : threads) {
             t.join();
@@ -180,14 +204,39 @@ final class CoordinationBench {
             throw new IllegalStateException("an increment threw: " + error.get(), error.get());
         }
         long finalValue = new DistributedAtomicLong(cs.get(0), counterPath, new RetryNTimes(1000, 1)).get().postValue();
-        long ops = ok1 - ok0;
-        double opMs = ops > 0 ? window * 1000 * clients / ops : 0;
-        System.out.println(head() + ",\"clients\":" + clients + ",\"seconds\":" + window + ",\"ops\":" + ops + ",\"ops_per_s\":"
-                + ops / window + ",\"attempts_per_op\":" + (ops > 0 ? (double) (attempts1 - attempts0) / ops : 0)
-                + ",\"requests_per_op\":" + (ops > 0 ? (double) (packets1 - packets0) / ops : 0) + ",\"failed_ops\":"
-                + (failed1 - failed0) + ",\"rtt_ms\":" + rtt + ",\"op_ms\":" + opMs + ",\"rtt_per_op\":" + (rtt > 0 ? opMs / rtt : 0)
-                + ",\"total_ok\":" + ok.get() + ",\"total_failed\":" + failed.get() + ",\"final_value\":" + finalValue
-                + ",\"counter_ok\":" + (finalValue == ok.get()) + "}");
+        long n = 0, attempts = 0, failedIn = 0, fewest = -1;
+        List<Double> latencies = new ArrayList<>();
+        for (int i = 0; i < clients; i++) {
+            long[][] m = ops.get(i);
+            long own = 0;
+            for (int k = 0; k < counts[i]; k++) {
+                if (m[0][k] < t0) {
+                    continue;
+                }
+                if (m[3][k] == 1) {
+                    latencies.add(m[1][k] / 1e6);
+                }
+                if (m[0][k] > t1) {
+                    continue;
+                }
+                if (m[3][k] == 1) {
+                    own++;
+                    attempts += m[2][k];
+                } else {
+                    failedIn++;
+                }
+            }
+            n += own;
+            fewest = fewest < 0 ? own : Math.min(fewest, own);
+        }
+        double opMs = n > 0 ? window * 1000 * clients / n : 0;
+        System.out.println(head() + ",\"clients\":" + clients + ",\"seconds\":" + window + ",\"ops\":" + n + ",\"ops_per_s\":"
+                + n / window + ",\"attempts_per_op\":" + (n > 0 ? (double) attempts / n : 0)
+                + ",\"requests_per_op\":" + (n > 0 ? (double) (packets1 - packets0) / n : 0) + ",\"failed_ops\":" + failedIn
+                + ",\"fewest_by_one_client\":" + fewest + ",\"p50_op_ms\":" + percentile(latencies, 0.5) + ",\"p99_op_ms\":"
+                + percentile(latencies, 0.99) + ",\"max_op_ms\":" + percentile(latencies, 1.0) + ",\"rtt_ms\":" + rtt
+                + ",\"op_ms\":" + opMs + ",\"rtt_per_op\":" + (rtt > 0 ? opMs / rtt : 0) + ",\"total_ok\":" + ok.get()
+                + ",\"total_failed\":" + failed.get() + ",\"final_value\":" + finalValue + ",\"counter_ok\":" + (finalValue == ok.get()) + "}");
         cs.get(0).delete().quietly().forPath(counterPath);
         cs.get(0).delete().quietly().forPath(path);
         for (CuratorFramework c : cs) {
