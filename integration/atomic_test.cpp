@@ -5,6 +5,8 @@
 #include "support/session_tools.hpp"
 #include "zkr/atomic.hpp"
 #include "zkr/client.hpp"
+#include "zkr/count_down_latch.hpp"
+#include "zkr/retry.hpp"
 #include "zkr/id_generator.hpp"
 #include "zkr/path.hpp"
 #include "zkr/shared_count.hpp"
@@ -132,7 +134,8 @@ TEST_CASE("atomic long: Curator's DistributedAtomicLong and zkr's count one coun
 TEST_CASE("atomic long: an increment whose reply is lost is applied once, and told what it did", "[atomic]") {
     std::string connect = test_connect_string(), path = unique_path("atomic-lost-reply");
     zkr::testkit::proxy proxy(first_server(connect));
-    zkr::client c(test_options(proxy.address(), 10000ms)), observer(test_options(connect));
+    // The observer reads the server behind the proxy: on an ensemble another could lag.
+    zkr::client c(test_options(proxy.address(), 10000ms)), observer(test_options(first_server(connect)));
     zkr::atomic_long counter(c, path);
     REQUIRE(counter.add(41).post == 41);
     proxy.lose_next_reply({zkr::test::zk_op::multi});
@@ -159,7 +162,8 @@ TEST_CASE("atomic long: a session lost between a change and its answer — settl
           "[atomic]") {
     std::string connect = test_connect_string(), path = unique_path("atomic-expiry");
     zkr::testkit::proxy proxy(first_server(connect));
-    zkr::client c(test_options(proxy.address(), 10000ms)), observer(test_options(connect));
+    // The observer reads the server behind the proxy: on an ensemble another could lag.
+    zkr::client c(test_options(proxy.address(), 10000ms)), observer(test_options(first_server(connect)));
     zkr::atomic_long counter(c, path);
     REQUIRE(counter.increment().post == 1);
 
@@ -295,4 +299,85 @@ TEST_CASE("atomic long: objects of one client never race each other", "[atomic]"
     tb.join();
     CHECK(failed == 0);
     CHECK(a.get().post == 600);
+}
+
+TEST_CASE("atomic long: force_set whose reply is lost does not undo a change made before its resend", "[atomic]") {
+    std::string connect = test_connect_string(), path = unique_path("atomic-force-lost-reply");
+    zkr::testkit::proxy proxy(first_server(connect));
+    zkr::client c(test_options(proxy.address(), 10000ms)), other(test_options(first_server(connect)));
+    zkr::atomic_long counter(c, path);
+    counter.force_set(7);
+    proxy.refuse_connections(true);
+    proxy.lose_next_reply({zkr::test::zk_op::multi});
+    auto pending = std::async(std::launch::async, [&] { counter.force_set(0); });
+    REQUIRE(eventually([&] { return proxy.replies_lost() == 1; }));
+    auto r = zkr::atomic_long(other, path).add(5);  // after the set, before its resend
+    CHECK((r.succeeded && r.pre == 0 && r.post == 5));
+    proxy.refuse_connections(false);
+    pending.get();
+    CHECK(zkr::atomic_long(other, path).get().post == 5);  // the resend did not set 0 again
+}
+
+TEST_CASE("atomic long and count-down latch: a change the retry policy gives up on is outcome_unknown, and counted once",
+          "[atomic][count_down_latch]") {
+    std::string connect = test_connect_string(), path = unique_path("atomic-gave-up");
+    zkr::testkit::proxy proxy(first_server(connect));
+    auto options = test_options(proxy.address(), 10000ms);
+    options.retry_policy = std::make_shared<zkr::retry::retry_n_times>(0, 10ms);  // never resent
+    zkr::client c(options), other(test_options(first_server(connect)));
+    zkr::atomic_long counter(c, path);
+    REQUIRE(counter.add(10).post == 10);
+    proxy.lose_next_reply({zkr::test::zk_op::multi});
+    try {
+        counter.increment();
+        FAIL("a change whose answer was lost was reported settled");
+    } catch (const zkr::system_error& e) {
+        CHECK(e.code() == errc::outcome_unknown);
+        CHECK_THAT(e.what(), Catch::Contains(path) && Catch::Contains("retry policy"));
+    }
+    CHECK(eventually([&] { return c.is_connected(); }, 15s));
+    CHECK(zkr::atomic_long(other, path).get().post == 11);  // applied once
+    auto r = counter.increment();  // a fresh record: the next change is its own
+    CHECK((r.succeeded && r.pre == 11 && r.post == 12));
+
+    zkr::count_down_latch latch(c, path + "-latch");
+    REQUIRE(latch.try_set_count(3));
+    proxy.lose_next_reply({zkr::test::zk_op::multi});
+    try {
+        latch.count_down();
+        FAIL("a count-down whose answer was lost was reported settled");
+    } catch (const zkr::system_error& e) {
+        CHECK(e.code() == errc::outcome_unknown);
+    }
+    CHECK(eventually([&] { return c.is_connected(); }, 15s));
+    CHECK(zkr::count_down_latch(other, path + "-latch").count() == 2);
+    latch.remove();
+}
+
+TEST_CASE("atomic long: writers of several clients all get their turn (none starves)", "[atomic]") {
+    std::string connect = test_connect_string(), path = unique_path("atomic-fair");
+    constexpr int writers = 4;
+    std::atomic<bool> stop{false};
+    std::atomic<int> ready{0};
+    std::vector<int> made(writers, 0);
+    std::vector<std::thread> threads;
+    for (int w = 0; w < writers; ++w) {
+        threads.emplace_back([&, w] {
+            zkr::client c(test_options(connect));
+            zkr::atomic_long counter(c, path);
+            counter.get();
+            ++ready;
+            while (ready < writers) std::this_thread::yield();
+            // Each loops without pause: a writer with a fresh version would otherwise win every race.
+            while (!stop) made[w] += counter.increment().succeeded ? 1 : 0;
+        });
+    }
+    REQUIRE(eventually([&] { return ready == writers; }));
+    std::this_thread::sleep_for(2s);  // the measuring window, not a synchronisation
+    stop = true;
+    for (auto& t : threads) t.join();
+    INFO("increments per writer: " << made[0] << " " << made[1] << " " << made[2] << " " << made[3]);
+    for (int w = 0; w < writers; ++w) CHECK(made[w] >= 5);
+    zkr::client c(test_options(connect));
+    CHECK(zkr::atomic_long(c, path).get().post == made[0] + made[1] + made[2] + made[3]);
 }

@@ -331,7 +331,8 @@ TEST_CASE("count-down latch: 8 workers count down 80 times at once, exactly", "[
 TEST_CASE("count-down latch: a count-down whose reply is lost is applied once", "[count_down_latch]") {
     std::string connect = test_connect_string(), path = unique_path("cdl-lost-reply");
     zkr::testkit::proxy proxy(first_server(connect));
-    zkr::client c(test_options(proxy.address(), 10000ms)), observer(test_options(connect));
+    // The observer reads the server behind the proxy: on an ensemble another could lag.
+    zkr::client c(test_options(proxy.address(), 10000ms)), observer(test_options(first_server(connect)));
     zkr::count_down_latch latch(c, path);
     REQUIRE(latch.try_set_count(3));
     proxy.lose_next_reply({zkr::test::zk_op::multi});
@@ -393,16 +394,26 @@ TEST_CASE("count-down latch: a count of 0 is released at once; waiters watch one
     zkr::count_down_latch latch(c, "/latches/herd");
     REQUIRE(latch.try_set_count(2));
     auto before = cluster.watch_count(0);
+    // The waiters reach the server through a proxy that counts their requests.
+    zkr::testkit::proxy proxy(cluster.address(0));
     std::vector<std::unique_ptr<zkr::client>> clients;
     std::vector<std::future<bool>> waiters;
     for (int i = 0; i < 5; ++i) {
-        clients.push_back(std::make_unique<zkr::client>(test_options(cluster.connect_string())));
+        clients.push_back(std::make_unique<zkr::client>(test_options(proxy.address())));
         waiters.push_back(std::async(std::launch::async, [&, i] { return zkr::count_down_latch(*clients[i], "/latches/herd").await_for(20s); }));
     }
     // One watch each, all on the released marker.
     REQUIRE(eventually([&] { return cluster.watch_count(0) == before + 5; }));
+    REQUIRE(eventually([&] { return proxy.requests_seen(zkr::test::zk_op::exists, "/latches/herd/released") == 5; }));
+    auto reads = [&] {
+        return proxy.requests_seen(zkr::test::zk_op::exists) + proxy.requests_seen(zkr::test::zk_op::get_data) +
+               proxy.requests_seen(zkr::test::zk_op::get_children2);
+    };
+    auto reads_before = reads();
     latch.count_down();
-    for (auto& w : waiters) CHECK(w.wait_for(300ms) == std::future_status::timeout);
+    // Nobody woke to read again: a count-down that does not release wakes no waiter.
+    CHECK(zkr::test::holds_throughout([&] { return reads() == reads_before; }, 400ms));
+    for (auto& w : waiters) CHECK(w.wait_for(0ms) == std::future_status::timeout);
     latch.count_down();
     for (auto& w : waiters) CHECK(w.get());
     CHECK(eventually([&] { return cluster.watch_count(0) == before; }));

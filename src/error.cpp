@@ -66,8 +66,8 @@ public:
                 return "too many watches on this client: a reconnection could not set them again in one request "
                        "(client_options::max_request_size); spread the waiters over more clients";
             case errc::outcome_unknown:
-                return "the session was lost before the change was answered, and it cannot be told whether it "
-                       "was applied";
+                return "the change's answer was lost and it cannot be told whether it was applied (do not simply "
+                       "do it again)";
         }
         return "unknown zkr error " + std::to_string(value);
     }

@@ -44,18 +44,23 @@ class atomic_engine;
 /// itself be lost between a change and its answer, the child goes with it: if the counter is
 /// unchanged since, nothing was applied and the change is made on the new session; if it changed,
 /// whether by this change or by another writer cannot be known, and the call throws
-/// errc::outcome_unknown instead of guessing. Either way it is never applied twice.
+/// errc::outcome_unknown instead of guessing; so does a change whose resending the client's
+/// retry policy gave up. Either way it is never applied twice: a caller that gets
+/// outcome_unknown must not simply do it again (read the counter, or give the change up).
 ///
-/// Cost: the value and version this object last saw are kept, so an uncontended change is one
-/// request and one round trip (the first change of a session also makes the child). Children
+/// Cost: the value and version this object last saw are kept, so a change by the only zkr
+/// writer of a counter is one request and one round trip (the first change of a session also
+/// makes the child). Children
 /// of the counter are ignored by Curator; while an object lives, the counter cannot be deleted
 /// without deleting its child first. Thread-safe: one operation at a time per counter
 /// among the objects of one client (they never race each other).
 ///
-/// Fairness: a writer whose last change succeeded writes at once with the version it knows,
-/// while one that lost must read first; a process that changes the counter without pause can
-/// so win race after race against another process, which gives up after
-/// `atomic_options::max_attempts` (succeeded = false, nothing applied).
+/// Fairness: a change made with the version this object kept needs no read (one round trip),
+/// while a writer that lost a race must read first, and would lose again and again to one that
+/// writes without pause. So while other zkr objects write the counter (their records are its
+/// children) every change reads first, as theirs do: two round trips, and nobody starves.
+/// Curator writers leave no record: a zkr object changing the counter without pause can still
+/// win race after race against them, and they give up as their retry policy says.
 class ZKR_EXPORT atomic_long {
 public:
     /// Throws std::invalid_argument for a bad path (naming the rule) or options,
@@ -80,7 +85,10 @@ public:
     /// Sets `value` if the counter holds `expected` (no node counts as 0): succeeded tells. A
     /// counter found holding something else is not retried (pre is what it held).
     atomic_result<std::int64_t> compare_and_set(std::int64_t expected, std::int64_t value);
-    /// Sets `value` whatever the counter holds (made if missing). Throws zkr::system_error.
+    /// Sets `value` whatever the counter holds (made if missing), through the same exactly-once
+    /// transaction as a change (an unconditional set resent after a lost reply would undo a
+    /// change made in between). Throws zkr::system_error (attempts_exhausted after
+    /// `max_attempts` lost races).
     void force_set(std::int64_t value);
     /// The counter's path.
     const std::string& path() const noexcept;

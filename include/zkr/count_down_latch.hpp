@@ -22,7 +22,8 @@ class session_port;
 }
 
 /// A count-down latch at `path`. Layout: the node `path` holds the count left as an 8-byte
-/// big-endian integer (Curator's DistributedAtomicLong reads it); each count-down leaves a
+/// big-endian integer (Curator's DistributedAtomicLong reads it), made with a child
+/// "set-<uuid>" by the try_set_count that set it; each count-down leaves a
 /// persistent child "cd-<uuid>" made in the same transaction that lowers the count, so a
 /// count-down whose reply is lost is never applied twice; the transaction that brings the count
 /// to 0 also makes the child "released", which is all a waiter watches (no herd: a count-down
@@ -42,12 +43,14 @@ public:
     /// Gives the latch its count if it has none: true if this call set it, false if the latch
     /// already had one (whoever set it; a reply lost and resent is still told true). A count of
     /// 0 makes it released at once. Missing parents are made as containers. Throws
-    /// std::invalid_argument for a negative count, zkr::system_error.
+    /// std::invalid_argument for a negative count, zkr::system_error (errc::outcome_unknown
+    /// when the retry policy gave up resending it: it may have been set).
     bool try_set_count(std::int64_t count);
     /// Lowers the count by one, exactly once per call even when a reply is lost and the request
     /// resent; nothing once it is 0. Throws zkr::system_error: no_node when the latch has no
     /// count yet (the count-down is not kept for later), bad_arguments when its node does not
-    /// hold an 8-byte count.
+    /// hold an 8-byte count, outcome_unknown when the retry policy gave up resending it (it may
+    /// have been applied: do not count down again for it).
     void count_down();
     /// Blocks until the count reached 0 (true) or `timeout` passed (false; its watch removed).
     /// milliseconds::max() waits for ever, 0 reads once (as barrier::wait_for). A latch with no

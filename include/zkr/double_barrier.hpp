@@ -1,6 +1,6 @@
 /// \file
 /// zkr::double_barrier — members enter together and leave together, wire-compatible with
-/// Curator 5.4's DistributedDoubleBarrier and kazoo's DoubleBarrier.
+/// Curator 5.4's DistributedDoubleBarrier (kazoo's DoubleBarrier has the same layout; untested).
 #pragma once
 #include "zkr/export.hpp"
 
@@ -21,7 +21,11 @@ class session_port;
 /// ephemeral node "<uuid>" under `path`, which is made as a container; a persistent "ready"
 /// node once enough have entered). enter_for() returns true once `member_count` members are in
 /// (a threshold, as Curator's: more may enter); leave_for() returns true once every member has
-/// left. Curator and kazoo members on the same path count as members.
+/// left. Curator members on the same path count as members (tested).
+///
+/// Deadlines bound the waits; the writes of a call (its node, "ready", a delete) follow the
+/// client's retry policy, and a member giving up waits for its node's delete at most a session
+/// timeout: with the server unreachable, a call may so return that much after its deadline.
 ///
 /// Better than Curator's, on the same layout:
 /// - an entrant that times out or fails deletes its node before the call returns (Curator

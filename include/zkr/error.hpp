@@ -76,8 +76,9 @@ enum class errc : int {
     too_many_watches,        ///< a watch refused: with it, the watches a reconnection sets again (in
                              ///< one request) would exceed client_options::max_request_size, and the
                              ///< server would drop every reconnection for ever (docs/operations.md)
-    outcome_unknown,         ///< a change whose session was lost before its answer came, which zkr
-                             ///< could not settle afterwards: it may or may not have been applied
+    outcome_unknown,         ///< a change whose answer was lost (with its session, or after the
+                             ///< retry policy gave up resending it) and which zkr could not settle:
+                             ///< it may or may not have been applied; do not simply do it again
 };
 
 /// The category of every zkr::errc value, named "zkr" (with a fixed id: it compares equal across

@@ -7,6 +7,7 @@
 #include "zkr/client.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 
@@ -26,16 +27,18 @@ public:
     /// Throws std::invalid_argument for a bad path or a `block_size` below 1 (naming it),
     /// zkr::system_error(client_closed) for a closed client. Sends nothing.
     id_generator(client& c, std::string path, std::int64_t block_size = 1000);
-    /// The next id; reserves a block when this one is used up. Throws zkr::system_error (a
-    /// reservation that failed, or lost to other writers `atomic_options::max_attempts` times).
+    /// The next id; reserves a block when this one is used up. Throws zkr::system_error: a
+    /// reservation that failed (errc::outcome_unknown when it may have been made: its block is
+    /// then never used), lost to other writers `atomic_options::max_attempts` times
+    /// (attempts_exhausted), or would pass the largest 64-bit id (bad_arguments; nothing reserved).
     std::int64_t next();
     /// Ids left in this generator's block.
     std::int64_t reserved() const;
     /// The counter's path.
-    const std::string& path() const noexcept { return counter_.path(); }
+    const std::string& path() const noexcept;
 
 private:
-    atomic_long counter_;
+    std::shared_ptr<detail::atomic_engine> counter_;
     std::int64_t block_size_;
     mutable std::mutex mutex_;
     std::int64_t next_ = 0, end_ = 0;  // [next_, end_) is ours

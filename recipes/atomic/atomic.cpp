@@ -5,6 +5,7 @@
 #include "zkr/id_generator.hpp"
 #include "zkr/path.hpp"
 
+#include <limits>
 #include <stdexcept>
 
 namespace zkr {
@@ -72,20 +73,33 @@ std::int64_t checked_block(std::int64_t block_size) {
 }  // namespace
 
 id_generator::id_generator(client& c, std::string path, std::int64_t block_size)
-    : counter_(c, std::move(path)), block_size_(checked_block(block_size)) {}
+    : counter_(std::make_shared<detail::atomic_engine>(c, std::move(path), 8, atomic_options{}, "zkr::id_generator")),
+      block_size_(checked_block(block_size)) {}
+
+const std::string& id_generator::path() const noexcept { return counter_->path(); }
 
 std::int64_t id_generator::next() {
     std::lock_guard lock(mutex_);
     if (next_ == end_) {
-        // One exactly-once add reserves (pre, post]: nobody else is ever handed those ids.
-        auto r = counter_.add(block_size_);
+        // One exactly-once add reserves (pre, post]: nobody else is ever handed those ids. A
+        // block that would pass the largest id is not reserved at all.
+        const std::int64_t block = block_size_;
+        bool overflow = false;
+        auto r = counter_->update(
+            [block, &overflow](std::int64_t v) -> std::optional<std::int64_t> {
+                overflow = v >= std::numeric_limits<std::int64_t>::max() - block;  // end_ = post + 1 must fit
+                if (overflow) return std::nullopt;
+                return v + block;
+            },
+            false);
+        if (overflow)
+            throw zkr::system_error(make_error_code(errc::bad_arguments),
+                                    "zkr::id_generator::next: " + quoted_path(path()) + " has run out of ids (it holds " +
+                                        std::to_string(r.pre) + ")");
         if (!r.succeeded)
             throw zkr::system_error(make_error_code(errc::attempts_exhausted),
                                     "zkr::id_generator::next: reserving a block of " + quoted_path(path()) + " lost to other writers " +
                                         std::to_string(r.attempts) + " times");
-        if (r.post < r.pre)
-            throw zkr::system_error(make_error_code(errc::bad_arguments),
-                                    "zkr::id_generator::next: " + quoted_path(path()) + " has run out of ids");
         next_ = r.pre + 1;
         end_ = r.post + 1;
     }

@@ -39,13 +39,13 @@ std::size_t failed_op(const std::vector<multi_op_result>& results) {
     return results.size();
 }
 
-// A lost race: try again at once twice, then after a growing, jittered pause, so that many
-// writers on one counter spread out instead of colliding again.
+// A lost race: try again at once twice, then after a short jittered pause (up to 1 ms), so that
+// contenders stop colliding in lockstep. Not growing: a writer that backed off more after each
+// loss would fall further behind one that just won (that one never backs off), and starve.
 void back_off(int attempts) {
     if (attempts < 3) return;
     thread_local std::minstd_rand random(std::random_device{}());
-    auto cap = std::chrono::microseconds(200) * (1 << std::min(attempts - 3, 7));
-    std::this_thread::sleep_for(std::chrono::microseconds(random() % (cap.count() + 1)));
+    std::this_thread::sleep_for(std::chrono::microseconds(random() % 1000));
 }
 
 // The writer record's data: the pre and post values of the change it was last bumped with.
@@ -113,11 +113,11 @@ atomic_engine::seen atomic_engine::read(session_port& p) {
     auto r = b::get_data(p, path_, ec);
     seen s;
     if (ec == errc::no_node) {
-        s = seen{0, -1};
+        s = seen{0, -1, 0};
     } else if (ec) {
         fail(ec, "reading " + quoted_path(path_));
     } else {
-        s = seen{decode(r.data), r.stat.version};
+        s = seen{decode(r.data), r.stat.version, r.stat.mzxid, r.stat.num_children > 1};
     }
     cache_ = s;
     return s;
@@ -168,25 +168,12 @@ atomic_result<std::int64_t> atomic_engine::get() {
 }
 
 void atomic_engine::force_set(std::int64_t value) {
-    std::lock_guard path_lock(*path_mutex_);
-    std::lock_guard lock(mutex_);
-    auto held = port();
-    auto& p = *held;
-    cache_.reset();
-    for (int tries = 0; tries < 3; ++tries) {
-        error_code ec;
-        auto parent = parent_path(path_);
-        b::multi(p, {op::set_data{path_, encode(value), any_version}}, ec);
-        if (!ec) return;
-        if (ec != errc::no_node) fail(ec, "setting " + quoted_path(path_));
-        if (parent != "/") b::create_containers(p, parent, ec);
-        if (ec) fail(ec, "creating the parents of " + quoted_path(path_));
-        b::create(p, path_, encode(value), create_mode::persistent, ec);
-        if (!ec) return;
-        if (ec != errc::node_exists) fail(ec, "creating " + quoted_path(path_));
-        // made meanwhile by someone else: set it
-    }
-    fail(make_error_code(errc::attempts_exhausted), "setting " + quoted_path(path_) + ": it keeps being deleted and made again");
+    // Through the same exactly-once transaction as every change: an unconditional set resent
+    // after its reply was lost would undo another writer's change made in between.
+    auto r = update([value](std::int64_t) { return value; }, false);
+    if (!r.succeeded)
+        fail(make_error_code(errc::attempts_exhausted),
+             "setting " + quoted_path(path_) + ": lost to other writers " + std::to_string(r.attempts) + " times");
 }
 
 atomic_result<std::int64_t> atomic_engine::update(const std::function<std::optional<std::int64_t>(std::int64_t)>& change,
@@ -195,20 +182,33 @@ atomic_result<std::int64_t> atomic_engine::update(const std::function<std::optio
     std::lock_guard lock(mutex_);
     auto held = port();
     auto& p = *held;
-    if (fresh_read_first || !cache_) read(p);
+    // Fairness: the version this object kept lets it change the counter in one round trip, while
+    // a writer that lost a race must read first; so while other zkr writers share the counter
+    // (their records are its children), every change reads first, as theirs do, and none starves.
+    if (fresh_read_first || !cache_ || cache_->shared) read(p);
     int attempts = 0;
-    // The counter's version when the first try that may have been applied unseen was sent.
-    std::optional<std::int32_t> doubt_version;
+    // The counter's mzxid when the first try that may have been applied unseen was sent: an
+    // mzxid, not a version, since a counter deleted and made again starts its versions over.
+    std::optional<std::int64_t> doubt_mzxid;
     for (;;) {
-        ensure_writer(p);
+        // A session in doubt (the connection down, or a new session): read afresh first, so that
+        // a try settled after a session loss is judged against what the counter held when sent.
+        if (!writer_.empty() && p.health(writer_session_) != session_health::live) {
+            read(p);
+            if (p.session_id() != writer_session_) writer_.clear();
+        }
         seen s = cache_ ? *cache_ : read(p);
+        auto next = change(s.value);
+        if (!next) return {false, s.value, s.value, attempts};
+        if (attempts >= options_.max_attempts) return {false, s.value, s.value, attempts};
+        ensure_writer(p);  // only for a change: a compare that fails makes nothing
+        s = cache_ ? *cache_ : read(p);
         if (s.version < 0) {  // deleted since: made again by ensure_writer on the next turn
             writer_.clear();
             continue;
         }
-        auto next = change(s.value);
+        next = change(s.value);  // ensure_writer may have read it again
         if (!next) return {false, s.value, s.value, attempts};
-        if (attempts >= options_.max_attempts) return {false, s.value, s.value, attempts};
         ++attempts;
         std::int64_t post = wrap(*next);
         error_code ec;
@@ -218,54 +218,49 @@ atomic_result<std::int64_t> atomic_engine::update(const std::function<std::optio
                                 ec);
         if (!ec) {
             writer_version_ = results[0].stat.version;
-            cache_ = seen{post, results[1].stat.version};
+            cache_ = seen{post, results[1].stat.version, results[1].stat.mzxid, results[1].stat.num_children > 1};
             return {true, s.value, post, attempts};
         }
         auto failed = failed_op(results);
         if (failed == 0 && ec == errc::bad_version) {
-            // Only we write our record: a try of this change was applied, its reply lost and the
-            // transaction resent. The record says what it did.
-            auto r = b::get_data(p, writer_, ec);
-            if (ec) fail(ec, "reading " + quoted_path(writer_) + " after a lost reply");
-            auto pre = decode_big_endian<std::int64_t>(std::string_view(r.data).substr(0, 8));
-            auto applied = decode_big_endian<std::int64_t>(std::string_view(r.data).substr(8));
-            if (r.data.size() != 16 || !pre || !applied) fail(make_error_code(errc::data_inconsistency), quoted_path(writer_) + " is not a record of ours");
-            writer_version_ = r.stat.version;
+            // Only we write our record, and every earlier try of this change failed for sure (at
+            // the counter) or ended the call: this very transaction was applied, its reply lost,
+            // and resent by the session layer.
+            ++writer_version_;
             cache_.reset();
-            return {true, *pre, *applied, attempts};
+            return {true, s.value, post, attempts};
         }
         if (failed == 0 && ec == errc::no_node) {
             // Our record went with its session (or someone deleted it). A try sent on that
             // session may have been applied before it ended; the session's end orders it before
-            // this read, so the counter's version settles it unless someone else wrote meanwhile.
-            doubt_version = doubt_version.value_or(s.version);
+            // this read, so the counter's mzxid settles it unless the counter changed since.
+            doubt_mzxid = doubt_mzxid.value_or(s.mzxid);
             writer_.clear();
-            if (read(p).version == *doubt_version) {
-                doubt_version.reset();
+            if (read(p).mzxid == *doubt_mzxid) {
+                doubt_mzxid.reset();
                 continue;  // nothing of ours was applied
             }
-            fail(make_error_code(errc::outcome_unknown), "changing " + quoted_path(path_));
+            fail(make_error_code(errc::outcome_unknown), "changing " + quoted_path(path_) + " (its session was lost before the answer)");
         }
         if (failed == 1 && (ec == errc::bad_version || ec == errc::no_node)) {
             read(p);  // someone else wrote (or deleted it) since we read
             back_off(attempts);
             continue;
         }
-        if (b::in_doubt(ec)) {
-            // The client's retry policy gave up resending it: the caller is told it may have been
-            // applied. The next change starts on a fresh record, so a late application of this
-            // one can never be taken for the next one's (the old record's delete is sent after it).
-            cache_.reset();
-            auto record_path = writer_;
-            writer_.clear();
-            if (!record_path.empty()) {
-                try {
-                    cleanup_service::of(p)->guaranteed_delete(record_path);
-                } catch (const zkr::system_error&) {
-                }
+        // Anything else ends the call; the next change starts on a fresh record, so that a late
+        // application of this one is never taken for the next one's (the old record's delete is
+        // sent after it).
+        cache_.reset();
+        auto record_path = std::exchange(writer_, std::string());
+        if (!record_path.empty()) {
+            try {
+                cleanup_service::of(p)->guaranteed_delete(record_path);
+            } catch (const zkr::system_error&) {
             }
-            fail(ec, "changing " + quoted_path(path_) + " (it may have been applied: the session layer gave up resending it)");
         }
+        if (b::in_doubt(ec))  // the client's retry policy gave up resending it
+            fail(make_error_code(errc::outcome_unknown),
+                 "changing " + quoted_path(path_) + " (the retry policy gave up resending it after: " + ec.message() + ")");
         fail(ec, "changing " + quoted_path(path_));
     }
 }

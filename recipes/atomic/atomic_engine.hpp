@@ -32,6 +32,8 @@ private:
     struct seen {
         std::int64_t value = 0;
         std::int32_t version = -1;  // -1: no node
+        std::int64_t mzxid = 0;
+        bool shared = false;  // other writers' records beside ours: read before each change
     };
     std::shared_ptr<session_port> port() const;
     seen read(session_port& p);

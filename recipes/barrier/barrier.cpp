@@ -25,12 +25,17 @@ barrier::barrier(client& c, std::string path) : path_(std::move(path)) {
 barrier::~barrier() = default;
 
 void barrier::set() {
-    error_code ec;
-    auto parent = parent_path(path_);
-    if (parent != "/") detail::blocking::create_containers(*port(), parent, ec);
-    if (ec) throw zkr::system_error(ec, "zkr::barrier::set: creating the parents of " + quoted_path(path_));
-    detail::blocking::create(*port(), path_, "", create_mode::persistent, ec);
-    if (ec && ec != errc::node_exists) throw zkr::system_error(ec, "zkr::barrier::set " + quoted_path(path_));
+    auto held = port();
+    for (int tries = 0;; ++tries) {
+        error_code ec;
+        auto parent = parent_path(path_);
+        if (parent != "/") detail::blocking::create_containers(*held, parent, ec);
+        if (ec) throw zkr::system_error(ec, "zkr::barrier::set: creating the parents of " + quoted_path(path_));
+        detail::blocking::create(*held, path_, "", create_mode::persistent, ec);
+        if (ec == errc::no_node && tries < 2) continue;  // a container parent reaped meanwhile
+        if (ec && ec != errc::node_exists) throw zkr::system_error(ec, "zkr::barrier::set " + quoted_path(path_));
+        return;
+    }
 }
 
 void barrier::remove() {

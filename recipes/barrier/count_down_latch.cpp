@@ -20,7 +20,8 @@ namespace {
 constexpr const char* released_name = "released";
 
 std::int64_t decode_count(const std::string& path, const std::string& data) {
-    auto value = detail::decode_big_endian<std::int64_t>(data);
+    // No data is no count (a counter reads it as 0, but a latch at 0 would have been released).
+    auto value = data.empty() ? std::nullopt : detail::decode_big_endian<std::int64_t>(data);
     if (!value)
         throw zkr::system_error(make_error_code(errc::bad_arguments),
                                 "zkr::count_down_latch: " + quoted_path(path) + " does not hold an 8-byte count (" +
@@ -61,25 +62,33 @@ bool count_down_latch::try_set_count(std::int64_t count) {
                                     std::to_string(count) + ")");
     auto held = port();
     auto& p = *held;
-    error_code ec;
-    auto parent = parent_path(path_);
-    if (parent != "/") b::create_containers(p, parent, ec);
-    if (ec) throw zkr::system_error(ec, "zkr::count_down_latch::try_set_count: creating the parents of " + quoted_path(path_));
     // A keyed child made with the count tells a resent transaction (node_exists) whether its
     // first try was the one that set it.
     std::string key = join_path(path_, "set-" + b::member_uuid());
-    std::vector<multi_op> ops{op::create{path_, detail::encode_big_endian<std::int64_t>(count), create_mode::persistent},
-                              op::create{key, "", create_mode::persistent}};
-    if (count == 0) ops.push_back(op::create{released_, "", create_mode::persistent});
-    auto results = b::multi(p, std::move(ops), ec);
-    if (!ec) return true;
-    if (ec == errc::node_exists && failed_op(results) == 0) {
-        error_code kec;
-        auto mine = b::exists(p, key, false, kec);
-        if (kec) throw zkr::system_error(kec, "zkr::count_down_latch::try_set_count: reading " + quoted_path(key));
-        return mine.exists;
+    for (int tries = 0;; ++tries) {
+        error_code ec;
+        auto parent = parent_path(path_);
+        if (parent != "/") b::create_containers(p, parent, ec);
+        if (ec) throw zkr::system_error(ec, "zkr::count_down_latch::try_set_count: creating the parents of " + quoted_path(path_));
+        std::vector<multi_op> ops{op::create{path_, detail::encode_big_endian<std::int64_t>(count), create_mode::persistent},
+                                  op::create{key, "", create_mode::persistent}};
+        if (count == 0) ops.push_back(op::create{released_, "", create_mode::persistent});
+        auto results = b::multi(p, std::move(ops), ec);
+        if (!ec) return true;
+        if (ec == errc::node_exists && failed_op(results) == 0) {
+            error_code kec;
+            auto mine = b::exists(p, key, false, kec);
+            if (kec) throw zkr::system_error(kec, "zkr::count_down_latch::try_set_count: reading " + quoted_path(key));
+            return mine.exists;
+        }
+        if (ec == errc::no_node && failed_op(results) == 0 && tries < 2) continue;  // a container parent reaped meanwhile
+        if (b::in_doubt(ec))
+            throw zkr::system_error(make_error_code(errc::outcome_unknown),
+                                    "zkr::count_down_latch::try_set_count " + quoted_path(path_) +
+                                        " (the retry policy gave up resending it after: " + ec.message() + "; " + quoted_path(key) +
+                                        " says whether it was applied)");
+        throw zkr::system_error(ec, "zkr::count_down_latch::try_set_count " + quoted_path(path_));
     }
-    throw zkr::system_error(ec, "zkr::count_down_latch::try_set_count " + quoted_path(path_));
 }
 
 void count_down_latch::count_down() {
@@ -94,8 +103,12 @@ void count_down_latch::count_down() {
         if (ec) throw zkr::system_error(ec, "zkr::count_down_latch::count_down: reading " + quoted_path(path_));
         auto left = decode_count(path_, r.data);
         if (left <= 0) {
-            // Already released; but a transaction of ours resent after a lost reply may be the
-            // one that released it: either way, nothing to do.
+            // Released already (by us too, maybe: a transaction resent after a lost reply). A count
+            // brought to 0 by another writer (a DistributedAtomicLong) has no release yet: made
+            // here, so that waiters are not left waiting.
+            b::create(p, released_, "", create_mode::persistent, ec);
+            if (ec && ec != errc::node_exists && ec != errc::no_node)
+                throw zkr::system_error(ec, "zkr::count_down_latch::count_down: creating " + quoted_path(released_));
             return;
         }
         std::vector<multi_op> ops{op::create{key, "", create_mode::persistent},
@@ -120,10 +133,13 @@ void count_down_latch::count_down() {
             continue;
         }
         if (ec == errc::no_node) throw zkr::system_error(ec, "zkr::count_down_latch::count_down: " + quoted_path(path_) + " was deleted");
-        // The client's retry policy gave up on a lost connection: our key says, on the next call
-        // or read, whether it was applied; this call cannot know.
-        throw zkr::system_error(ec, "zkr::count_down_latch::count_down " + quoted_path(path_) +
-                                        (b::in_doubt(ec) ? " (it may have been applied: " + quoted_path(key) + " says)" : ""));
+        // The client's retry policy gave up on a lost connection: our key says whether it was
+        // applied; this call cannot know.
+        if (b::in_doubt(ec))
+            throw zkr::system_error(make_error_code(errc::outcome_unknown),
+                                    "zkr::count_down_latch::count_down " + quoted_path(path_) + " (the retry policy gave up resending it after: " +
+                                        ec.message() + "; " + quoted_path(key) + " says whether it was applied)");
+        throw zkr::system_error(ec, "zkr::count_down_latch::count_down " + quoted_path(path_));
     }
 }
 

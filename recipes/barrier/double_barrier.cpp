@@ -92,6 +92,10 @@ bool double_barrier::enter_for(std::chrono::milliseconds timeout) {
     auto make_own = [&] {
         entered_ = true;  // from here on, a give-up deletes it
         b::create(p, node_, "", create_mode::ephemeral, ec);
+        if (ec == errc::no_node) {  // the container was reaped meanwhile (its last member left)
+            b::create_containers(p, path_, ec);
+            if (!ec) b::create(p, node_, "", create_mode::ephemeral, ec);
+        }
         // node_exists: our create was resent after a lost reply (the uuid is ours alone).
         if (ec && ec != errc::node_exists) fail(ec, "creating " + quoted_path(node_));
     };
@@ -179,9 +183,13 @@ bool double_barrier::leave_for(std::chrono::milliseconds timeout) {
         }
     }
     entered_ = false;
-    error_code ec;
-    b::remove(p, ready_, any_version, ec);
-    if (ec && ec != errc::no_node) throw zkr::system_error(ec, "zkr::double_barrier::leave_for: deleting " + quoted_path(ready_));
+    // Everyone has left: "ready" goes (resent while the session lives), so that the next round
+    // on this path waits for its own members.
+    try {
+        detail::cleanup_service::of(p)->guaranteed_delete(ready_);
+    } catch (const zkr::system_error&) {
+        // the client closed: nothing more can be sent
+    }
     return true;
 }
 

@@ -1,7 +1,8 @@
 // Blocking requests for the recipes whose calls block their caller anyway (barriers, the
 // count-down latch, the counters): one request through the session port, waited for on the
-// caller's thread, never on the client's. A wait with a deadline gives up at the deadline; the
-// request's late answer is then dropped, and a watch it set is removed (nothing left behind).
+// caller's thread, never on the client's. Plain requests end as the client's retry policy
+// ends them; the watched reads (exists_watched, children_watched) also give up at a deadline,
+// and then drop the request's late answer and remove the watch it set (nothing left behind).
 #pragma once
 
 #include "session_port.hpp"
