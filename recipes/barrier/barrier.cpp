@@ -65,7 +65,12 @@ bool barrier::wait_for(std::chrono::milliseconds timeout) {
             b::drop_watch(p, r->watch);  // an exists() watch on a missing node waits for its creation
             return true;
         }
-        if (b::wait(p, r->watch, deadline) == b::watch_end::timed_out) return false;
+        event_type event{};
+        auto end = b::wait(p, r->watch, deadline, &event);
+        if (end == b::watch_end::timed_out) return false;
+        // The server said the node was deleted: down, now (no second read: the release costs the
+        // delete's round trip alone). Anything else (a data change, the session's end) reads again.
+        if (end == b::watch_end::fired && event == event_type::deleted) return true;
     }
 }
 

@@ -156,7 +156,10 @@ bool count_down_latch::await_for(std::chrono::milliseconds timeout) {
             b::drop_watch(p, seen->watch);
             return true;
         }
-        if (b::wait(p, seen->watch, deadline) == b::watch_end::timed_out) return false;
+        event_type event{};
+        auto end = b::wait(p, seen->watch, deadline, &event);
+        if (end == b::watch_end::timed_out) return false;
+        if (end == b::watch_end::fired && event == event_type::created) return true;  // released, as the server said
     }
 }
 

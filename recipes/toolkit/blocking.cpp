@@ -124,9 +124,12 @@ void drop_watch(session_port& port, const zkr::watch& w) {
     if (auto ws = watch_access::state(w)) port.remove_watch(ws, completion<>(completion<>::inline_fn([](error_code) {})));
 }
 
-watch_end wait(session_port& port, zkr::watch& w, const std::optional<clock::time_point>& deadline) {
+watch_end wait(session_port& port, zkr::watch& w, const std::optional<clock::time_point>& deadline, event_type* event) {
     try {
-        if (w.wait_for(left(deadline))) return watch_end::fired;
+        if (auto fired = w.wait_for(left(deadline))) {
+            if (event) *event = fired->type;
+            return watch_end::fired;
+        }
     } catch (const zkr::system_error& e) {
         if (e.code() == errc::client_closed) throw;
         return watch_end::session;  // expired with its session (or removed): look again

@@ -54,7 +54,9 @@ enum class watch_end {
 };
 /// Waits for `w` to fire until `deadline`. Throws zkr::system_error(client_closed) when the
 /// client closes meanwhile.
-watch_end wait(session_port& port, zkr::watch& w, const std::optional<clock::time_point>& deadline);
+/// `event`, when given, receives the event of a watch that fired.
+watch_end wait(session_port& port, zkr::watch& w, const std::optional<clock::time_point>& deadline,
+               event_type* event = nullptr);
 /// Removes `w` from this client and the server without waiting for the answer.
 void drop_watch(session_port& port, const zkr::watch& w);
 

@@ -63,10 +63,12 @@ private:
         }
         if (!ws) return finish(make_error_code(errc::too_many_watches));
         auto self = shared_from_this();
-        ws->wait_inline([self](error_code wec, const watch_event&) {
+        ws->wait_inline([self](error_code wec, const watch_event& ev) {
             if (wec == errc::client_closed) return self->finish(wec);
             if (wec == errc::watch_removed) return;  // removed by cancel()
-            self->read();  // changed, or ended with its session: read again
+            // The server said it happened: done, with no second read.
+            if (!wec && ev.type == (self->until_exists_ ? event_type::created : event_type::deleted)) return self->finish({});
+            self->read();  // changed otherwise, or ended with its session: read again
         });
     }
 
