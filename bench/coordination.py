@@ -20,7 +20,8 @@ import tempfile
 import time
 
 INC1 = ["ops_per_s", "requests_per_op", "rtt_per_op", "p50_op_ms", "p99_op_ms"]
-INC8 = ["ops_per_s", "attempts_per_op", "requests_per_op", "failed_ops", "fewest_by_one_client", "p50_op_ms", "p99_op_ms",
+INC8 = ["ops_per_s", "attempts_per_op", "requests_per_op", "failed_ops", "fewest_by_one_client", "clients_incrementing",
+        "p50_op_ms", "p99_op_ms",
         "max_op_ms"]
 BARRIER = ["p50_ms", "max_ms", "p50_rtt", "max_rtt"]
 IDS = ["ids_per_s", "requests_per_1000_ids"]
@@ -69,6 +70,19 @@ def start_proxy(proxy_bin, target, delay_ms):
     return p, m.group(1)
 
 
+def revision():
+    """zkr's commit, with "+dirty" when the library's sources (outside bench/) differ from it."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        head = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", root, "status", "--porcelain", "--untracked-files=no", "--", ".", ":!bench"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+        return head + ("+dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
 def fmt(v):
     if v is None:
         return "-"
@@ -92,6 +106,7 @@ def main():
     cases = CASES_SMOKE if o.smoke else CASES_FULL
     rounds = 1 if o.smoke else o.rounds
     started = time.time()
+    rev = revision()
     load_start = os.getloadavg()
     work = tempfile.mkdtemp(prefix="zkr-coordination-bench-")
     server_dir = os.path.join(work, "zk")
@@ -170,13 +185,13 @@ def main():
     goal_table = "\n".join(goal_lines)
     elapsed = time.time() - started
     load_end = os.getloadavg()
-    summary = "Medians of %d round(s), zkr and Curator interleaved (bench/coordination.sh), %.0f s; load average %.2f at the start, %.2f at the end." % (
-        rounds, elapsed, load_start[0], load_end[0])
+    summary = ("Medians of %d round(s), zkr %s and Curator interleaved (bench/coordination.sh), %.0f s; "
+               "load average %.2f at the start, %.2f at the end." % (rounds, rev, elapsed, load_start[0], load_end[0]))
     print(summary + "\n\n" + table + "\n\n" + goal_table)
     if not o.smoke:
         os.makedirs(o.out_dir, exist_ok=True)
         with open(os.path.join(o.out_dir, "coordination-latest.json"), "w") as f:
-            json.dump(dict(rounds=rounds, seconds=elapsed, load_start=load_start, load_end=load_end, rows=rows, goals=goals,
+            json.dump(dict(rounds=rounds, revision=rev, seconds=elapsed, load_start=load_start, load_end=load_end, rows=rows, goals=goals,
                            failed=failed, runs=[dict(case=c, driver=d, round=r, result=res) for c, d, r, res in results]),
                       f, indent=1)
         with open(os.path.join(o.out_dir, "coordination-latest.md"), "w") as f:

@@ -7,7 +7,8 @@
 # barrier waiters (p50/max, ms and round trips), and ids/s of zkr::id_generator (block 1000)
 # against one DistributedAtomicLong increment per id. Prints the medians with ratios zkr/Curator
 # and the issue's goals, and writes bench/results/coordination-latest.{json,md}. About 4 minutes
-# on 2 cores; --smoke: four cases once, tiny counts, about 20 s (fails only if a driver fails).
+# on 2 cores (3 of them measuring); --smoke: four cases once, tiny counts, about 10 s (fails only if a
+# driver fails or a counter misses an increment).
 # Environment: ZKR_BENCH_BUILD_DIR (default build-bench; configured Release if it has no cache yet).
 set -euo pipefail
 HERE=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)

@@ -2,17 +2,18 @@
 // runs it beside Curator's, bench/java/CoordinationBench.java, with the same command line and output).
 //
 //   zkr_coordination_bench SCENARIO CONNECT PATH [--clients N] [--seconds S] [--warmup S]
-//                          [--releases K] [--block B] [--direct CONNECT]
+//                          [--releases K] [--block B] [--direct CONNECT] [--max-attempts M]
 //
 //   inc       N clients (threads, each its own client and its own zkr::atomic_long on PATH/counter,
-//             max_attempts 1000 as Curator's RetryNTimes(1000, 1)) increment for --warmup, then for
+//             max_attempts M, 1000 as Curator's RetryNTimes(1000, 1)) increment for --warmup, then for
 //             --seconds. Over that window: successful increments per second, versioned writes per
 //             increment (attempts), failed increments (gave up), the fewest increments one client
-//             made, the server's requests per increment (mntr zk_packets_received, read from
-//             --direct), and ms per increment (window × N / increments) in round trips (the median
-//             of 21 exists() on the same client before the run). Latency p50/p99/max: every
-//             increment ending after the window began, including those still trying at its end.
-//             At the end the counter must hold exactly the successful increments (else exit 1).
+//             made and how many clients made any (clients_incrementing), the server's requests
+//             per increment (mntr zk_packets_received, read from --direct), and ms per increment
+//             (window × N / increments) in round trips (the median of 21 exists() on the same
+//             client before the run). Latency p50/p99/max: every increment ending after the
+//             window began, including those still trying at its end. At the end the counter
+//             must hold exactly the successful increments (else exit 1).
 //   barrier   N waiters (threads, each its own client and zkr::barrier) wait on the set barrier
 //             PATH/barrier; once every one's watch is on the server (wchp, read from --direct),
 //             another client removes it. K times. Release latency: from just before remove() to
@@ -49,12 +50,13 @@ struct options {
     double seconds = 3, warmup = 1;
     int releases = 20;
     long long block = 1000;
+    int max_attempts = 1000;
 };
 
 options parse(int argc, char** argv) {
     if (argc < 4)
         throw std::invalid_argument("usage: zkr_coordination_bench SCENARIO CONNECT PATH [--clients N] [--seconds S] "
-                                    "[--warmup S] [--releases K] [--block B] [--direct CONNECT]");
+                                    "[--warmup S] [--releases K] [--block B] [--direct CONNECT] [--max-attempts M]");
     options o{argv[1], argv[2], argv[3], argv[2]};
     for (int i = 4; i + 1 < argc; i += 2) {
         std::string k = argv[i], v = argv[i + 1];
@@ -64,6 +66,7 @@ options parse(int argc, char** argv) {
         else if (k == "--releases") o.releases = std::stoi(v);
         else if (k == "--block") o.block = std::stoll(v);
         else if (k == "--direct") o.direct = v;
+        else if (k == "--max-attempts") o.max_attempts = std::stoi(v);
         else throw std::invalid_argument("unknown option " + k);
     }
     return o;
@@ -161,7 +164,7 @@ int inc(const options& o) {
     std::vector<std::thread> threads;
     std::vector<std::unique_ptr<zkr::atomic_long>> counters;
     zkr::atomic_options ao;
-    ao.max_attempts = 1000;  // as Curator's RetryNTimes(1000, 1)
+    ao.max_attempts = o.max_attempts;  // 1000 by default, as Curator's RetryNTimes(1000, 1)
     for (auto& c : clients) counters.push_back(std::make_unique<zkr::atomic_long>(*c, path, ao));
     for (std::size_t i = 0; i < counters.size(); ++i) {
         threads.emplace_back([&, i] {
@@ -197,7 +200,7 @@ int inc(const options& o) {
     auto final_value = zkr::atomic_long(*clients[0], path).get().post;
     // In the window: successes, their attempts, failures, each client's successes. Latency: every
     // increment that ended after the window began, those that were still trying at its end too.
-    long long n = 0, attempts = 0, failed_in = 0, fewest = -1;
+    long long n = 0, attempts = 0, failed_in = 0, fewest = -1, active = 0;
     std::vector<double> latencies;
     for (auto& mine : ops) {
         long long own = 0;
@@ -209,6 +212,7 @@ int inc(const options& o) {
             else ++failed_in;
         }
         n += own;
+        active += own > 0;
         fewest = fewest < 0 ? own : std::min(fewest, own);
     }
     double op_ms = n ? window * 1000 * o.clients / static_cast<double>(n) : 0;
@@ -217,6 +221,7 @@ int inc(const options& o) {
                       ",\"attempts_per_op\":" + num(n ? static_cast<double>(attempts) / static_cast<double>(n) : 0) +
                       ",\"requests_per_op\":" + num(n ? static_cast<double>(packets1 - packets0) / static_cast<double>(n) : 0) +
                       ",\"failed_ops\":" + std::to_string(failed_in) + ",\"fewest_by_one_client\":" + std::to_string(fewest) +
+                      ",\"clients_incrementing\":" + std::to_string(active) +
                       ",\"p50_op_ms\":" + num(percentile(latencies, 0.5)) + ",\"p99_op_ms\":" + num(percentile(latencies, 0.99)) +
                       ",\"max_op_ms\":" + num(percentile(latencies, 1.0)) + ",\"rtt_ms\":" + num(rtt) + ",\"op_ms\":" + num(op_ms) +
                       ",\"rtt_per_op\":" + num(rtt > 0 ? op_ms / rtt : 0) + ",\"total_ok\":" + std::to_string(ok.load()) +

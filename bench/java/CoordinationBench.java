@@ -204,7 +204,7 @@ final class CoordinationBench {
             throw new IllegalStateException("an increment threw: " + error.get(), error.get());
         }
         long finalValue = new DistributedAtomicLong(cs.get(0), counterPath, new RetryNTimes(1000, 1)).get().postValue();
-        long n = 0, attempts = 0, failedIn = 0, fewest = -1;
+        long n = 0, attempts = 0, failedIn = 0, fewest = -1, active = 0;
         List<Double> latencies = new ArrayList<>();
         for (int i = 0; i < clients; i++) {
             long[][] m = ops.get(i);
@@ -227,13 +227,15 @@ final class CoordinationBench {
                 }
             }
             n += own;
+            active += own > 0 ? 1 : 0;
             fewest = fewest < 0 ? own : Math.min(fewest, own);
         }
         double opMs = n > 0 ? window * 1000 * clients / n : 0;
         System.out.println(head() + ",\"clients\":" + clients + ",\"seconds\":" + window + ",\"ops\":" + n + ",\"ops_per_s\":"
                 + n / window + ",\"attempts_per_op\":" + (n > 0 ? (double) attempts / n : 0)
                 + ",\"requests_per_op\":" + (n > 0 ? (double) (packets1 - packets0) / n : 0) + ",\"failed_ops\":" + failedIn
-                + ",\"fewest_by_one_client\":" + fewest + ",\"p50_op_ms\":" + percentile(latencies, 0.5) + ",\"p99_op_ms\":"
+                + ",\"fewest_by_one_client\":" + fewest + ",\"clients_incrementing\":" + active + ",\"p50_op_ms\":"
+                + percentile(latencies, 0.5) + ",\"p99_op_ms\":"
                 + percentile(latencies, 0.99) + ",\"max_op_ms\":" + percentile(latencies, 1.0) + ",\"rtt_ms\":" + rtt
                 + ",\"op_ms\":" + opMs + ",\"rtt_per_op\":" + (rtt > 0 ? opMs / rtt : 0) + ",\"total_ok\":" + ok.get()
                 + ",\"total_failed\":" + failed.get() + ",\"final_value\":" + finalValue + ",\"counter_ok\":" + (finalValue == ok.get()) + "}");
