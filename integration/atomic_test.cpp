@@ -92,7 +92,8 @@ TEST_CASE("atomic long: 8 writers x 50 increments, every one applied once and se
     for (int t = 0; t < 8; ++t) {
         threads.emplace_back([&] {
             zkr::client c(test_options(connect));
-            zkr::atomic_long counter(c, path);
+            // Giving up under contention is not the subject here (its own test below): 1000 tries.
+            zkr::atomic_long counter(c, path, zkr::atomic_options{.max_attempts = 1000});
             for (int n = 0; n < 50; ++n) {
                 auto r = counter.increment();
                 std::lock_guard lock(m);

@@ -358,7 +358,7 @@ TEST_CASE("count-down latch: a count-down whose reply is lost is applied once", 
     second.remove();
 }
 
-TEST_CASE("count-down latch: count_down before a count is an error that names the path; a bad node too",
+TEST_CASE("count-down latch: count_down before a count is an error that names the path, and so is a bad node",
           "[count_down_latch]") {
     zkr::client c(test_options(test_connect_string()));
     std::string path = unique_path("cdl-unset");
@@ -383,7 +383,7 @@ TEST_CASE("count-down latch: count_down before a count is an error that names th
     CHECK(c.get_data(path).data == "abc");  // untouched
 }
 
-TEST_CASE("count-down latch: a count of 0 is released at once; waiters watch one node, not the count-downs",
+TEST_CASE("count-down latch: a count of 0 is released at once, and waiters watch one node, not the count-downs",
           "[count_down_latch][own_servers]") {
     zkr::testkit::ensemble cluster(zkr::test::own_servers(1));
     zkr::client c(test_options(cluster.connect_string()));

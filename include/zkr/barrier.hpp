@@ -26,7 +26,8 @@ class session_port;
 ///
 /// Waits block the calling thread, never the client's. A waiter that gives up removes its watch
 /// (Curator leaks one per timed-out wait, CURATOR-654). A lost connection or session never lets a
-/// waiter through: only the node's absence, read from the server, does. Thread-safe.
+/// waiter through: only the server's word that the node is gone does (its deletion event, or a
+/// read). Thread-safe.
 class ZKR_EXPORT barrier {
 public:
     /// Throws std::invalid_argument for a path ZooKeeper does not take (naming the rule),

@@ -7,9 +7,7 @@
 #include "zkr/path.hpp"
 
 #include <map>
-#include <random>
 #include <stdexcept>
-#include <thread>
 
 namespace zkr::detail {
 
@@ -37,15 +35,6 @@ std::size_t failed_op(const std::vector<multi_op_result>& results) {
         if (results[i].error && results[i].error != errc::runtime_inconsistency) return i;
     }
     return results.size();
-}
-
-// A lost race: try again at once twice, then after a short jittered pause (up to 1 ms), so that
-// contenders stop colliding in lockstep. Not growing: a writer that backed off more after each
-// loss would fall further behind one that just won (that one never backs off), and starve.
-void back_off(int attempts) {
-    if (attempts < 3) return;
-    thread_local std::minstd_rand random(std::random_device{}());
-    std::this_thread::sleep_for(std::chrono::microseconds(random() % 1000));
 }
 
 // The writer record's data: the pre and post values of the change it was last bumped with.
@@ -243,8 +232,10 @@ atomic_result<std::int64_t> atomic_engine::update(const std::function<std::optio
             fail(make_error_code(errc::outcome_unknown), "changing " + quoted_path(path_) + " (its session was lost before the answer)");
         }
         if (failed == 1 && (ec == errc::bad_version || ec == errc::no_node)) {
-            read(p);  // someone else wrote (or deleted it) since we read
-            back_off(attempts);
+            // Someone else wrote (or deleted it) since we read: read and try again at once. No pause:
+            // a writer that paused after a loss would fall behind one that just won (which never
+            // pauses) and lose again and again (a first version did, and starved).
+            read(p);
             continue;
         }
         // Anything else ends the call; the next change starts on a fresh record, so that a late
