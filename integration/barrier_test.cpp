@@ -238,6 +238,35 @@ TEST_CASE("double barrier: a member whose session expires while it waits enters 
     CHECK(out.get());
 }
 
+TEST_CASE("double barrier: a member whose container was reaped with its expired node makes both again",
+          "[double_barrier]") {
+    std::string connect = test_connect_string(), path = unique_path("dbarrier-reaped");
+    zkr::testkit::proxy proxy(first_server(connect));
+    zkr::client a(test_options(proxy.address(), 10000ms)), b(test_options(first_server(connect)));
+    zkr::double_barrier ma(a, path, 2), mb(b, path, 2);
+    auto entering = std::async(std::launch::async, [&] { return ma.enter_for(60s); });
+    REQUIRE(eventually([&] { return members(b, path).size() == 1; }));
+    // a's session ends while a cannot reach the server: its node goes, and with its last child
+    // the barrier's container (the server reaps it), before a lists again.
+    auto old = zkr::testkit::credentials_of(a);
+    proxy.refuse_connections(true);
+    proxy.drop_connections();
+    zkr::testkit::close_session(first_server(connect), old);
+    REQUIRE(eventually([&] { return !b.exists(path).exists; }, 30s));
+    proxy.refuse_connections(false);
+    // a makes the container and its node again, on its new session, and waits for a second member.
+    REQUIRE(eventually([&] {
+        auto m = members(b, path);
+        return m.size() == 1 && a.session_id() != old.id && b.exists(path + "/" + m[0]).stat.ephemeral_owner == a.session_id();
+    }, 20s));
+    CHECK(entering.wait_for(0ms) == std::future_status::timeout);
+    CHECK(mb.enter_for(20s));
+    CHECK(entering.get());
+    auto out = std::async(std::launch::async, [&] { return ma.leave_for(20s); });
+    CHECK(mb.leave_for(20s));
+    CHECK(out.get());
+}
+
 TEST_CASE("double barrier: zkr and Curator members enter and leave one barrier together", "[double_barrier][interop]") {
     std::string connect = test_connect_string(), path = unique_path("dbarrier-interop");
     zkr::client c1(test_options(connect)), c2(test_options(connect)), observer(test_options(connect));

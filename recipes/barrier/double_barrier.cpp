@@ -106,6 +106,12 @@ bool double_barrier::enter_for(std::chrono::milliseconds timeout) {
             delete_own(p);
             return false;
         }
+        if (ec == errc::no_node) {
+            // The barrier's container was reaped: our node went with an expired session and was
+            // its last child. Enter again: the container and our node made anew.
+            make_own();
+            continue;
+        }
         if (ec) fail(ec, "listing " + quoted_path(path_));
         const auto& children = listed->children;
         bool ready = std::find(children.begin(), children.end(), ready_name) != children.end();
