@@ -425,12 +425,12 @@ TEST_CASE("count-down latch: a count of 0 is released at once, and waiters watch
     auto before = cluster.watch_count(0);
     // The waiters reach the server through a proxy that counts their requests.
     zkr::testkit::proxy proxy(cluster.address(0));
+    // Every client made before any waiter starts (a waiter reads the vector as it grows otherwise).
     std::vector<std::unique_ptr<zkr::client>> clients;
+    for (int i = 0; i < 5; ++i) clients.push_back(std::make_unique<zkr::client>(test_options(proxy.address())));
     std::vector<std::future<bool>> waiters;
-    for (int i = 0; i < 5; ++i) {
-        clients.push_back(std::make_unique<zkr::client>(test_options(proxy.address())));
+    for (int i = 0; i < 5; ++i)
         waiters.push_back(std::async(std::launch::async, [&, i] { return zkr::count_down_latch(*clients[i], "/latches/herd").await_for(20s); }));
-    }
     // One watch each, all on the released marker.
     REQUIRE(eventually([&] { return cluster.watch_count(0) == before + 5; }));
     REQUIRE(eventually([&] { return proxy.requests_seen(zkr::test::zk_op::exists, "/latches/herd/released") == 5; }));
