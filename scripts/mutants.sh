@@ -45,7 +45,7 @@ uncertain-not-rechecked~recipes/toolkit/hold_monitor.cpp~    if (acted_on == loc
 lease-end-not-watched~recipes/toolkit/hold_monitor.cpp~    } else if (now == lock_state::held) {~    } else if (false) {~integration:suspect window: a selector's term is stopped*
 cache-compares-version~recipes/cache/tree_sync.cpp~        } else if (stat.mzxid > e->stat.mzxid) {~        } else if (stat.version > e->stat.version) {~unit:[tree_sync]
 cache-listing-keeps-gone~recipes/cache/tree_sync.cpp~        for (const auto& name : gone) remove_subtree(child_path(parent, name));~        (void)gone;~unit:[tree_sync]
-cache-initialized-early~recipes/cache/tree_sync.cpp~ || !failed_.empty()) return;~) return;~unit:[tree_sync]
+cache-initialized-early~recipes/cache/tree_sync.cpp~ || !failed_.empty() || unreadable_ > 0) return;~) return;~unit:[tree_sync]
 cache-no-resync~recipes/cache/tree_cache.cpp~                        sync_.new_session();~                        (void)0;~integration:tree cache: after a session loss*
 cache-close-keeps-watches~recipes/cache/tree_cache.cpp~            for (auto& [raw, ws] : armed_) armed.push_back(ws);~            (void)armed;~integration:tree cache: close removes*
 node-adopts-foreign~recipes/nodes/persistent_node.cpp~        if (owner == current || owner == 0) {~        if (true) {~integration:persistent node: another session's node*
