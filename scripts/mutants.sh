@@ -62,6 +62,12 @@ latch-release-apart~recipes/barrier/count_down_latch.cpp~        if (left == 1) 
 dbarrier-timeout-keeps-node~recipes/barrier/double_barrier.cpp~        if (b::wait(p, listed->watch, deadline) == b::watch_end::timed_out) {\n            delete_own(p);\n            return false;\n        }~        if (b::wait(p, listed->watch, deadline) == b::watch_end::timed_out) {\n            entered_ = false;\n            return false;\n        }~integration:double barrier: an entrant that times out*
 barrier-timeout-keeps-watch~recipes/toolkit/blocking.cpp~    drop_watch(port, w);\n    return watch_end::timed_out;~    return watch_end::timed_out;~integration:barrier: a wait that times out*
 async-cancel-keeps-watch~recipes/toolkit/node_wait.cpp~        drop(ws);\n        finish(make_error_code(errc::cancelled));~        finish(make_error_code(errc::cancelled));~integration:barrier and latch: async*
+observe-lost-release~recipes/toolkit/hold.cpp~        observe = h->observer && !h->lost;~        observe = h->observer != nullptr;~integration:observer: an expired session counts once*
+observe-try-as-acquired~recipes/lock/lock_engine.cpp~            tell(m.options().path, d->error ? outcome_of(d->error) : acquire_outcome::timed_out);~            tell(m.options().path, d->error ? outcome_of(d->error) : acquire_outcome::acquired);~integration:observer: a try_lock_for that times out*
+observe-no-retry~src/client_impl.cpp~    if (r->observe_id != 0)\n        observer_events_->retry(~    if (false)\n        observer_events_->retry(~integration:observer: a request whose reply is lost*
+observe-hook-throw-escapes~src/observer_channel.cpp~    } catch (...) {\n        if (!std::exchange(throw_reported_, true))~    } catch (const int&) {\n        throw;\n    } catch (...) {\n        if (!std::exchange(throw_reported_, true))~integration:observer: a hook that throws*
+observe-label-unescaped~src/metrics.cpp~        if (c == '\\') out += "\\\\";~        if (false) out += "\\\\";~unit:[metrics]
+observe-semaphore-mutex-counted~recipes/semaphore/semaphore.cpp~                                            self->mutex_held(ec, std::move(claim));\n                                        });~                                            self->mutex_held(ec, std::move(claim));\n                                        }, recipe_kind::mutex);~integration:observer: a semaphore's leases*
 EOF
 )
 

@@ -58,6 +58,10 @@ bool client::is_connected() const { return impl_->is_connected(); }
 std::int64_t client::session_id() const { return impl_->session_id(); }
 std::chrono::milliseconds client::session_timeout() const { return impl_->session_timeout(); }
 std::uint64_t client::session_count() const { return impl_->session_count(); }
+bool client::flush_observer(std::chrono::milliseconds timeout) const {
+    const auto& events = impl_->observer_events();
+    return !events || events->flush(timeout);
+}
 void client::wait_connected(std::chrono::milliseconds timeout) { impl_->wait_connected(longest_wait(timeout)); }
 
 subscription client::on_state_change(std::function<void(connection_state)> listener) {

@@ -106,6 +106,7 @@ client_impl::client_impl(client_options options)
     }
     acl_vector_ = ACL_vector{static_cast<std::int32_t>(acl_entries_.size()), acl_entries_.data()};
     negotiated_timeout_ = options_.session_timeout.count();
+    if (options_.observer) observer_events_ = observer_channel::start(options_.observer);
     init_c_client_log_level();
 }
 
@@ -293,7 +294,18 @@ error_code client_impl::map_rc(int rc) const {
     return make_zk_error_code(rc);
 }
 
+void client_impl::observe_started(request& r) {
+    r.observe_id = observer_events_->next_id();
+    observer_events_->request_started({r.observe_id, r.observed_operation(), r.observed_path()});
+}
+
+void client_impl::observe_finished(const request& r, error_code result) {
+    observer_events_->request_finished({r.observe_id, r.observed_operation(), r.observed_path()}, result,
+                                       std::chrono::steady_clock::now() - r.started);
+}
+
 void client_impl::submit(request* r) {
+    if (observer_events_ && r->observe_id == 0) observe_started(*r);
     std::shared_lock lock(handle_mutex_);
     if (closed_) {
         lock.unlock();
@@ -421,6 +433,9 @@ void client_impl::schedule_retry(request* r, error_code ec) {
     auto sleep = options_.retry_policy->next_sleep(retry::attempt{r->retries, elapsed, ec});
     if (!sleep) return r->fail(ec);
     ++r->retries;
+    if (r->observe_id != 0)
+        observer_events_->retry({r->observe_id, r->observed_operation(), r->observed_path()}, ec, r->retries,
+                                std::clamp(*sleep, retry::shortest_sleep, retry::longest_sleep));
     if (!r->backoff) r->backoff = std::make_unique<asio::steady_timer>(rt_->session);
     // A policy of the user's own may ask for nothing (a busy loop) or for ever (a timer overflow).
     r->backoff->expires_after(std::clamp(*sleep, retry::shortest_sleep, retry::longest_sleep));

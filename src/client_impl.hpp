@@ -17,6 +17,8 @@
 // |                                 | 4.5 s for the server), closing given-up sessions          |                                |
 // | zkr-handlers (one per client,   | user completion handlers, state listeners, lock-lost      | session machinery              |
 // | unless options.executor is set) | handlers                                                  |                                |
+// | zkr-observer (one per client    | options.observer's hooks, in order (observer_channel.hpp) | session machinery; user code   |
+// | with options.observer)          |                                                           | other than the hooks           |
 // | zkr-log (one per process)       | the log sink                                              | anything else                  |
 // | user threads                    | blocking calls: they send, then wait on their own slot    |                                |
 //
@@ -31,7 +33,8 @@
 //   4. parked_mutex_, lease_mutex_, state_mutex_, in_flight_mutex_, watch_registry::mutex_,
 //      watch_state::mutex, sync_slot's mutex, and the toolkit's leaves: hold_registry::mutex_,
 //      cleanup_service::mutex_, step_io::mutex_, hold_monitor::mutex_, listing_coalescer::mutex_, count_impl::mutex_, the
-//      observer's and the multi-lock's (leaves: nothing is taken or called under them)
+//      observer's and the multi-lock's, observer_channel::mutex_ (leaves: nothing is taken or called under them;
+//      observer_channel::mutex_ is also taken under a recipe object's own mutex, level 1, to queue an event)
 // Recipes reach this layer only through session_port (src/session_port.hpp); their machines run
 // inline on the completion thread, never block and never call user code, which they post to the
 // client's executor.
@@ -50,6 +53,7 @@
 #pragma once
 
 #include "completion.hpp"
+#include "observer_channel.hpp"
 #include "requests.hpp"
 #include "runtime.hpp"
 #include "session_port.hpp"
@@ -152,6 +156,10 @@ public:
     void submit(request* r);
     /// A request failed with C client code `rc`: retry it, or fail it.
     void on_failure(request* r, int rc);
+    /// The observer's side of a request (client_options::observer): its start (first send) and end.
+    void observe_started(request& r);
+    void observe_finished(const request& r, error_code result);
+    const std::shared_ptr<observer_channel>& observer_events() const override { return observer_events_; }
     /// Every reply: an answer of the server renews the lease of the handle it was sent on.
     void note_reply(const request& r, int rc);
     /// The C client holds `r` now (sent on handle r->sent_generation) / no more (its completion
@@ -308,6 +316,9 @@ private:
     std::vector<std::string> acl_strings_;
     std::vector<ACL> acl_entries_;
     ACL_vector acl_vector_{};
+
+    // Set once, when options.observer is; stopped (after the last events) at shutdown.
+    std::shared_ptr<observer_channel> observer_events_;
 
     live_counter<&live_objects::clients> counted_;
 };

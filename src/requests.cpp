@@ -60,6 +60,7 @@ public:
 protected:
     void succeed(Values... values) { finish({}, std::move(values)...); }
     void finish(error_code ec, Values... values) {
+        if (observe_id != 0) client.observe_finished(*this, ec);
         done_(ec, std::move(values)...);
         delete this;
     }
@@ -77,6 +78,8 @@ private:
 
 class create_request final : public typed_request<create_result> {
 public:
+    zkr::operation observed_operation() const override { return zkr::operation::create; }
+    std::string_view observed_path() const override { return path_; }
     create_request(client_impl& c, std::string path, std::string data, create_mode mode, completion<create_result> done)
         // A sequential create is never resent blindly: its first try may have made a node.
         : typed_request(c, !is_sequential(mode), std::move(done)),
@@ -99,6 +102,8 @@ private:
 
 class remove_request final : public typed_request<> {
 public:
+    zkr::operation observed_operation() const override { return zkr::operation::remove; }
+    std::string_view observed_path() const override { return path_; }
     remove_request(client_impl& c, std::string path, std::int32_t version, completion<> done)
         : typed_request(c, true, std::move(done)), path_(std::move(path)), version_(version) {}
 
@@ -118,6 +123,7 @@ private:
 template <class Result>
 class read_request : public typed_request<Result> {
 public:
+    std::string_view observed_path() const override { return path_; }
     read_request(client_impl& c, std::string path, std::shared_ptr<watch_state> watch, completion<Result> done)
         : typed_request<Result>(c, true, std::move(done)), path_(std::move(path)), watch_(std::move(watch)) {}
     ~read_request() override {
@@ -145,6 +151,7 @@ protected:
 
 class exists_request final : public read_request<exists_result> {
 public:
+    zkr::operation observed_operation() const override { return zkr::operation::exists; }
     using read_request::read_request;
     int send(zhandle_t* zh) override {
         return zoo_awexists(zh, path_.c_str(), watcher(), watcher_context(), &on_reply, this);
@@ -162,6 +169,7 @@ private:
 
 class get_data_request final : public read_request<data_result> {
 public:
+    zkr::operation observed_operation() const override { return zkr::operation::get_data; }
     using read_request::read_request;
     int send(zhandle_t* zh) override {
         return zoo_awget(zh, path_.c_str(), watcher(), watcher_context(), &on_reply, this);
@@ -178,6 +186,7 @@ private:
 
 class get_children_request final : public read_request<children_result> {
 public:
+    zkr::operation observed_operation() const override { return zkr::operation::get_children; }
     using read_request::read_request;
     int send(zhandle_t* zh) override {
         return zoo_awget_children2(zh, path_.c_str(), watcher(), watcher_context(), &on_reply, this);
@@ -200,6 +209,8 @@ private:
 
 class set_data_request final : public typed_request<zkr::stat> {
 public:
+    zkr::operation observed_operation() const override { return zkr::operation::set_data; }
+    std::string_view observed_path() const override { return path_; }
     set_data_request(client_impl& c, std::string path, std::string data, std::int32_t version, completion<zkr::stat> done)
         : typed_request(c, true, std::move(done)), path_(std::move(path)), data_(std::move(data)), version_(version) {}
 
@@ -233,6 +244,8 @@ bool is_transport_failure(int rc) {
 
 class multi_request final : public typed_request<std::vector<multi_op_result>> {
 public:
+    zkr::operation observed_operation() const override { return zkr::operation::multi; }
+    std::string_view observed_path() const override { return ops_.empty() ? std::string_view() : std::visit([](const auto& o) { return std::string_view(o.path); }, ops_.front()); }
     multi_request(client_impl& c, std::vector<multi_op> ops, completion<std::vector<multi_op_result>> done)
         : typed_request(c, !has_sequential_create(ops), std::move(done)), ops_(std::move(ops)) {}
 
@@ -331,6 +344,8 @@ private:
 // other local watcher needs that server watch.
 class remove_watches_request final : public typed_request<> {
 public:
+    zkr::operation observed_operation() const override { return zkr::operation::remove_watches; }
+    std::string_view observed_path() const override { return watch_->path; }
     remove_watches_request(client_impl& c, std::shared_ptr<watch_state> ws, completion<> done)
         : typed_request(c, true, std::move(done)), watch_(std::move(ws)) {}
 
@@ -359,6 +374,8 @@ private:
 
 class heartbeat_request final : public typed_request<> {
 public:
+    zkr::operation observed_operation() const override { return zkr::operation::exists; }
+    std::string_view observed_path() const override { return "/"; }
     explicit heartbeat_request(client_impl& c)
         : typed_request(c, false, completion<>(completion<>::inline_fn([](error_code) {}))) {}
     int send(zhandle_t* zh) override { return zoo_aexists(zh, "/", 0, &on_reply, this); }

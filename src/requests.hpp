@@ -6,6 +6,7 @@
 #include "completion.hpp"
 #include "live_objects.hpp"
 #include "watch_registry.hpp"
+#include "zkr/observer.hpp"
 #include "zkr/types.hpp"
 
 #include <boost/asio/steady_timer.hpp>
@@ -36,6 +37,9 @@ public:
     virtual void fail(error_code ec) = 0;
     /// Called before each send, under the handle lock.
     virtual void on_send(std::uint64_t generation) { sent_generation = generation; }
+    /// What an observer is told it is (client_options::observer).
+    virtual zkr::operation observed_operation() const = 0;
+    virtual std::string_view observed_path() const = 0;
 
     client_impl& client;
     const bool retry_allowed;
@@ -49,6 +53,7 @@ public:
     request* in_flight_prev = nullptr;
     request* in_flight_next = nullptr;
     bool in_flight = false;
+    std::uint64_t observe_id = 0;  // nonzero once an observer was told it started
 
 protected:
     /// Every reply passes here first: the request leaves the list of those in flight, and an

@@ -308,6 +308,7 @@ void client_impl::declare_lost(const char* why, bool server_expired) {
     // ephemeral nodes, our lock nodes among them, would stall everyone else for another whole
     // timeout. Close it as soon as a server answers.
     if (!server_expired && id != 0 && !password.empty()) given_up_.push_back(given_up_session{id, std::move(password)});
+    if (server_expired && observer_events_) observer_events_->session_expired(id);
     report(connection_state::lost, id);
     replace_handle(make_error_code(errc::session_expired));
 }
@@ -354,6 +355,8 @@ void client_impl::report(connection_state s, std::int64_t session) {
         for (auto& [id, l] : internal_listeners_) internal.push_back(l);
         state_changed_.notify_all();
     }
+    // The observer hears of the change before the holds it ends.
+    if (observer_events_) observer_events_->connection_state_changed(s, session);
     // zkr's own first, here and now: a lost session's holds are marked lost before any user
     // code hears of it, however busy the user's executor is.
     session_event ev{s, session};
@@ -572,6 +575,8 @@ void client_impl::shutdown() {
         extensions.swap(extensions_);
     }
     rt_->stop();
+    // After the threads: every event they made is queued by now.
+    if (observer_events_) observer_events_->stop();
 }
 
 }  // namespace zkr::detail

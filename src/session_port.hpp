@@ -25,6 +25,8 @@
 
 namespace zkr::detail {
 
+class observer_channel;
+
 /// How a session stands right now, from the C client's live view and the lease.
 enum class session_health {
     live,     ///< the handle is connected on this session (by the C client's state and by its
@@ -70,6 +72,10 @@ public:
     virtual bool closed() const = 0;
     /// Called on the session thread, in order, before any user code hears of the event.
     virtual subscription on_session_event(std::function<void(const session_event&)> listener) = 0;
+
+    /// Where the client's observer (client_options::observer) hears of recipe events: null when it
+    /// has none. Holding it keeps the channel (not the client) alive.
+    virtual const std::shared_ptr<observer_channel>& observer_events() const = 0;
 
     // Where things run.
     /// Where user handlers run.

@@ -5,6 +5,7 @@
 
 #include "zkr/detail/initiation.hpp"
 #include "zkr/error.hpp"
+#include "zkr/observer.hpp"
 #include "zkr/retry.hpp"
 #include "zkr/types.hpp"
 #include "zkr/watch.hpp"
@@ -69,6 +70,10 @@ struct client_options {
     std::size_t max_request_size = server_default_max_buffer - 1024;
     /// Where completions and state callbacks run. Default: a handler thread of the client's own.
     std::optional<boost::asio::any_io_executor> executor{};
+    /// Hears of every session change, request, retry, lock, lease and leadership of this client,
+    /// on a thread of the client's own (zkr::observer says how); zkr::metrics is one. Default:
+    /// none (nothing is recorded, and no thread is started).
+    std::shared_ptr<zkr::observer> observer{};
 };
 
 /// Sets a watch with a read: `client.get_data(path, zkr::set_watch)`.
@@ -184,6 +189,10 @@ public:
     std::chrono::milliseconds session_timeout() const;
     /// How many sessions this client has established (1 after the first connect).
     std::uint64_t session_count() const;
+    /// Waits until every event of this client so far has reached options().observer (events
+    /// reach it asynchronously), or `timeout` passed: false then. True at once without observer.
+    /// For programs that read their metrics at a given point (a test, a report at exit).
+    bool flush_observer(std::chrono::milliseconds timeout) const;
 
     /// Blocks until connected. Throws zkr::system_error(errc::connect_timeout) naming the
     /// connect string (and DNS, when its host names do not resolve) after `timeout`, or

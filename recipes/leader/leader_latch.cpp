@@ -48,6 +48,8 @@ public:
           path_(std::move(path)),
           id_(std::move(id)),
           on_close_(on_close),
+          observer_(port.observer_events()),
+          observe_id_(observer_ ? observer_->next_id() : 0),
           retry_timer_(threads_->session) {}
 
     void attach(session_port& port) {
@@ -88,6 +90,7 @@ public:
             bool was_leading = std::exchange(leading_, false);
             waiters.swap(await_waiters_);
             if (mode == close_mode::notify_leader && was_leading) notify_locked(false);
+            if (was_leading) observe_locked(false);
         }
         leading_changed_.notify_all();
         // Our node goes either way: the queued one with its acquisition, the leading one here.
@@ -330,7 +333,10 @@ private:
             changed = now != leading_;
             leading_ = now;
             if (now) waiters.swap(await_waiters_);
-            if (changed) notify_locked(now);
+            if (changed) {
+                notify_locked(now);
+                observe_locked(now);
+            }
         }
         if (changed || now) leading_changed_.notify_all();
         for (auto& [key, w] : waiters) w({});
@@ -339,6 +345,11 @@ private:
 
     // Under the mutex: whether the current leadership is held now, read live.
     bool leading_now_locked() const { return leadership_ && holds_->state_of(*leadership_) == lock_state::held; }
+
+    // Under the mutex (so the observer hears the changes in their order; its channel's mutex is a leaf).
+    void observe_locked(bool leadership) {
+        if (observer_) observer_->leadership({observe_id_, recipe_kind::leader_latch, path_}, leadership);
+    }
 
     // Under the mutex: posts the listeners' calls to the strand (a post never runs them here), so
     // they run in the order of the readings that made them.
@@ -368,6 +379,8 @@ private:
     std::shared_ptr<cleanup_service> cleanup_;
     const std::string path_, id_;
     const close_mode on_close_;
+    const std::shared_ptr<observer_channel> observer_;
+    const std::uint64_t observe_id_;
     std::shared_ptr<hold_monitor> monitor_;
 
     mutable std::mutex mutex_;

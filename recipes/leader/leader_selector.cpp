@@ -53,6 +53,8 @@ public:
           work_(std::move(work)),
           async_work_(std::move(async_work)),
           options_(options),
+          observer_(port.observer_events()),
+          observe_id_(observer_ ? observer_->next_id() : 0),
           retry_timer_(threads_->session) {}
 
     ~selector_impl() {
@@ -260,6 +262,7 @@ private:
 
     // Under the mutex (only posts).
     void run_term_locked(const std::shared_ptr<term>& t) {
+        observe_locked(true);
         auto self = shared_from_this();
         if (work_) {
             asio::post(worker_context_, [self, t] {
@@ -318,6 +321,11 @@ private:
         return read;
     }
 
+    // Under the mutex (the observer hears the terms in their order; its channel's mutex is a leaf).
+    void observe_locked(bool leadership) {
+        if (observer_) observer_->leadership({observe_id_, recipe_kind::leader_selector, path_}, leadership);
+    }
+
     // Under the mutex: marks the running term stopping; returns it unless there is none or it
     // was stopping already.
     std::shared_ptr<term> begin_stop_locked() {
@@ -341,6 +349,7 @@ private:
             std::lock_guard lock(mutex_);
             if (term_ != t) return;
             term_.reset();
+            observe_locked(false);
             again = !closed_ && (options_.auto_requeue || std::exchange(requeue_after_term_, false));
         }
         monitor_->monitor(nullptr);
@@ -378,6 +387,8 @@ private:
     const leader_selector::work_fn work_;
     const leader_selector::async_work_fn async_work_;
     const leader_selector_options options_;
+    const std::shared_ptr<observer_channel> observer_;
+    const std::uint64_t observe_id_;
 
     mutable std::mutex mutex_;
     bool started_ = false, closed_ = false, queued_ = false, requeue_after_term_ = false;

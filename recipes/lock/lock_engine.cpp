@@ -18,6 +18,12 @@ std::uint64_t current_thread_owner() {
 
 std::uint64_t new_async_owner() { return next_owner++; }
 
+acquire_outcome outcome_of(error_code ec) {
+    if (ec == errc::timed_out) return acquire_outcome::timed_out;
+    if (ec == errc::cancelled) return acquire_outcome::cancelled;
+    return acquire_outcome::failed;
+}
+
 lock_engine::lock_engine(session_port& port)
     : port_(port.weak_port()),
       executor_(port.executor()),
@@ -26,30 +32,48 @@ lock_engine::lock_engine(session_port& port)
 
 std::shared_ptr<lock_engine::runner> lock_engine::acquire(queue_options options, std::uint64_t owner, bool async_owned,
                                                           std::optional<std::chrono::steady_clock::time_point> deadline,
-                                                          done_fn done) {
+                                                          done_fn done, std::optional<recipe_kind> observed) {
     auto port = port_.lock();
     if (!port) {
         done(make_error_code(errc::client_closed), nullptr);
         return nullptr;
     }
     std::string lock_path = options.path;
+    // What the observer is told: the acquisition's start here, its end in the answer.
+    std::shared_ptr<observer_channel> observer = observed ? port->observer_events() : nullptr;
+    std::uint64_t observe_id = 0;
+    auto started = std::chrono::steady_clock::now();
+    if (observer) {
+        observe_id = observer->next_id();
+        observer->acquire_started({observe_id, *observed, lock_path});
+    }
+    auto tell = [observer, observe_id, started, recipe = observed.value_or(recipe_kind::mutex)](
+                    const std::string& path, acquire_outcome outcome) {
+        if (observer) observer->acquire_finished({observe_id, recipe, path}, outcome, std::chrono::steady_clock::now() - started);
+    };
     runner::hooks hooks;
     auto self = shared_from_this();
     auto counted = std::make_shared<std::atomic<bool>>(false);
     // The path, kind and data are the machine's (m.options()): a queued waiter keeps one copy.
-    hooks.answer = [self, done = std::move(done), counted, owner, async_owned](error_code reason, const step::done* d, const queue_fsm& m) {
+    hooks.answer = [self, done = std::move(done), counted, owner, async_owned, tell, observer, observe_id, observed](
+                       error_code reason, const step::done* d, const queue_fsm& m) {
         if (!d) {
+            tell(m.options().path, outcome_of(reason));
             done(reason, nullptr);  // given up: counted when it ends
             return true;
         }
         counted->store(true);
         self->count(m, d->acquired);
         if (!d->acquired) {
+            // No error: a try found the lock taken (a deadline of zero).
+            tell(m.options().path, d->error ? outcome_of(d->error) : acquire_outcome::timed_out);
             done(d->error, nullptr);
             return true;
         }
         const auto& o = m.options();
+        tell(o.path, acquire_outcome::acquired);
         auto h = std::make_shared<lock_claim>(o.path, m.node_path(), m.session(), m.czxid(), o.kind, owner, async_owned);
+        if (observer) h->observe(observer, *observed, observe_id);
         // Sent before the caller learns it holds, so before its release: the server applies the
         // mark first; and before the hold's own watch on its node, which must not see it.
         if (d->mark) self->mark_holding(h->node_path, o.data);
@@ -197,6 +221,9 @@ std::vector<participant> lock_engine::participants(const std::string& lock_path,
     auto port = client();
     if (!port) throw zkr::system_error(make_error_code(errc::client_closed), "zkr: participants of " + quoted_path(lock_path));
     auto nodes = read_queue(*port, lock_path, read_write ? queue_kind::write : queue_kind::exclusive, "participants");
+    if (const auto& observer = port->observer_events())
+        observer->queue_depth({observer->next_id(), read_write ? recipe_kind::write_lock : recipe_kind::mutex, lock_path},
+                              nodes.size());
     std::vector<lock_protocol::queued> queue;
     queue.reserve(nodes.size());
     for (auto& n : nodes) {

@@ -37,6 +37,8 @@ struct lock_claim : hold {
 std::uint64_t current_thread_owner();
 /// A fresh owner id for one async acquisition.
 std::uint64_t new_async_owner();
+/// How an acquisition given up with `ec` ended, for the observer.
+acquire_outcome outcome_of(error_code ec);
 
 class lock_engine : public std::enable_shared_from_this<lock_engine> {
 public:
@@ -53,8 +55,11 @@ public:
     /// Starts acquiring for `owner`. `done` runs by the deadline at the latest: the cleanup of
     /// an acquisition given up (deadline, cancel) goes on in the background, its node's delete
     /// sent before `done` runs whenever the node is known. The returned runner cancels it.
+    /// `observed`: the recipe the client's observer is told of (its acquisition, then its hold's
+    /// release or loss); none for a lock a recipe uses inside (the semaphore's mutex).
     std::shared_ptr<runner> acquire(queue_options options, std::uint64_t owner, bool async_owned,
-                                    std::optional<std::chrono::steady_clock::time_point> deadline, done_fn done);
+                                    std::optional<std::chrono::steady_clock::time_point> deadline, done_fn done,
+                                    std::optional<recipe_kind> observed = std::nullopt);
     static void cancel(const std::shared_ptr<runner>& r);
 
     std::shared_ptr<lock_claim> find(const std::string& lock_path, queue_kind kind, std::uint64_t owner) const;

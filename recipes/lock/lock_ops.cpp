@@ -31,6 +31,11 @@ queue_kind kind_of(const lock_target& t, bool write) {
     return write ? queue_kind::write : queue_kind::read;
 }
 
+recipe_kind recipe_of(const lock_target& t, bool write) {
+    if (!t.read_write) return recipe_kind::mutex;
+    return write ? recipe_kind::write_lock : recipe_kind::read_lock;
+}
+
 std::shared_ptr<lock_claim> my_hold(const lock_target& t, bool write) {
     return t.engine->find(t.path, kind_of(t, write), current_thread_owner());
 }
@@ -110,7 +115,8 @@ bool acquire(const lock_target& t, bool write, bool wait, std::optional<std::chr
     }
     sync_slot<std::shared_ptr<lock_claim>> slot;
     t.engine->acquire(std::move(options), current_thread_owner(), false, deadline,
-                      [&slot](error_code ec, std::shared_ptr<lock_claim> h) { slot.set(ec, std::move(h)); });
+                      [&slot](error_code ec, std::shared_ptr<lock_claim> h) { slot.set(ec, std::move(h)); },
+                      recipe_of(t, write));
     error_code ec;
     auto [h] = slot.wait(ec);
     if (h) return true;
@@ -136,7 +142,8 @@ void start_acquire(const lock_target& t, bool write, hold_handler handler) {
     auto a = t.engine->acquire(std::move(options), new_async_owner(), true, std::nullopt,
                                [done, engine](error_code ec, std::shared_ptr<lock_claim> h) {
                                    (*done)(ec, h ? hold_access::make(engine, std::move(h)) : lock_hold{});
-                               });
+                               },
+                               recipe_of(t, write));
     if (slot.is_connected()) {
         slot.assign([weak = std::weak_ptr<lock_engine::runner>(a)](asio::cancellation_type) { lock_engine::cancel(weak.lock()); });
     }

@@ -129,6 +129,12 @@ public:
                       std::optional<std::chrono::steady_clock::time_point> deadline, semaphore_impl::done_fn done)
         : sem_(std::move(s)), count_(count), once_(once), deadline_(deadline), done_(std::move(done)) {}
 
+    /// The client's observer sees this acquisition as `id` (set before start()).
+    void observe(std::shared_ptr<observer_channel> observer, std::uint64_t id) {
+        observer_ = std::move(observer);
+        observe_id_ = id;
+    }
+
     void start() {
         queue_options o;
         o.path = sem_->locks_;
@@ -221,6 +227,7 @@ private:
             std::vector<std::shared_ptr<hold>> made;
             for (const auto& node : d->nodes) {
                 auto h = std::make_shared<hold>(sem_->path_, node, d->session, 0);
+                if (observer_) h->observe(observer_, recipe_kind::semaphore, observe_id_);
                 sem_->holds_->add(h);
                 made.push_back(std::move(h));
             }
@@ -257,6 +264,8 @@ private:
     }
 
     std::shared_ptr<semaphore_impl> sem_;
+    std::shared_ptr<observer_channel> observer_;
+    std::uint64_t observe_id_ = 0;
     const int count_;
     const bool once_;
     const std::optional<std::chrono::steady_clock::time_point> deadline_;
@@ -271,7 +280,22 @@ private:
 
 void semaphore_impl::acquire(int count, bool once, std::optional<std::chrono::steady_clock::time_point> deadline,
                              done_fn done, asio::cancellation_slot slot) {
+    auto port = port_.lock();
+    auto observer = port ? port->observer_events() : nullptr;
+    std::uint64_t id = 0;
+    if (observer) {
+        id = observer->next_id();
+        observer->acquire_started({id, recipe_kind::semaphore, path_});
+        done = [observer, id, path = path_, started = std::chrono::steady_clock::now(), done = std::move(done)](
+                   error_code ec, std::vector<std::shared_ptr<hold>> made) {
+            // No error and nothing made: a try found too few leases free.
+            auto outcome = !made.empty() ? acquire_outcome::acquired : ec ? outcome_of(ec) : acquire_outcome::timed_out;
+            observer->acquire_finished({id, recipe_kind::semaphore, path}, outcome, std::chrono::steady_clock::now() - started);
+            done(ec, std::move(made));
+        };
+    }
     auto a = std::make_shared<lease_acquisition>(shared_from_this(), count, once, deadline, std::move(done));
+    if (observer) a->observe(observer, id);
     if (slot.is_connected()) {
         slot.assign([weak = std::weak_ptr<lease_acquisition>(a)](asio::cancellation_type) {
             if (auto a = weak.lock()) a->cancel();

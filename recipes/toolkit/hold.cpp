@@ -86,12 +86,14 @@ void hold_registry::report(std::vector<std::shared_ptr<hold>> candidates, loss_c
     std::vector<completion<>> waiters;
     std::vector<std::function<void(loss_cause)>> reactions;
     std::vector<std::pair<std::shared_ptr<listener>, std::string>> calls;
+    std::vector<std::shared_ptr<hold>> observed;
     {
         std::lock_guard lock(mutex_);
         stat_read_.notify_all();
         for (auto& h : candidates) {
             if (h->lost || h->released) continue;
             h->lost = true;
+            if (h->observer) observed.push_back(h);
             h->cause = cause;
             ++holds_lost_;
             for (auto& [key, w] : h->lost_waiters) waiters.push_back(std::move(w));
@@ -101,6 +103,10 @@ void hold_registry::report(std::vector<std::shared_ptr<hold>> candidates, loss_c
             for (auto it = first; it != last; ++it) calls.emplace_back(it->second, h->node_path);
         }
     }
+    auto now = std::chrono::steady_clock::now();
+    for (auto& h : observed)
+        h->observer->lost(h->observed, cause == loss_cause::node_deleted ? loss_reason::node_deleted : loss_reason::session,
+                          now - h->held_since);
     for (auto& w : waiters) w(make_error_code(errc::lock_lost));
     for (auto& react : reactions) react(cause);
     if (calls.empty()) return;
@@ -138,16 +144,19 @@ void hold_registry::on_session(const session_event& ev) {
 
 bool hold_registry::release(const std::shared_ptr<hold>& h, bool* was_lost) {
     std::map<std::uint64_t, completion<>> waiters;
+    bool observe = false;
     {
         std::lock_guard lock(mutex_);
         if (was_lost) *was_lost = h->lost;
         if (h->released) return false;
         h->released = true;
+        observe = h->observer && !h->lost;
         h->on_lost = {};
         holds_.erase(h);
         waiters.swap(h->lost_waiters);
         h->node_watch.reset();  // it ends with the node's delete (or stays armed on a node kept)
     }
+    if (observe) h->observer->released(h->observed, std::chrono::steady_clock::now() - h->held_since);
     for (auto& [key, w] : waiters) w(make_error_code(errc::cancelled));
     return true;
 }

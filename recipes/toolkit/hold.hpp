@@ -10,6 +10,7 @@
 #pragma once
 
 #include "live_objects.hpp"
+#include "observer_channel.hpp"
 #include "session_port.hpp"
 #include "zkr/lock_types.hpp"
 
@@ -59,6 +60,18 @@ struct hold {
     /// learns of it, outside every lock; must not block nor call user code. Set before add().
     std::function<void(loss_cause)> on_lost;
     std::shared_ptr<watch_state> node_watch;
+
+    /// Set before add() by a recipe whose holds the client's observer sees (a lock hold, a
+    /// lease): the registry tells it of the hold's release or loss (one of the two, once).
+    /// observed.path points into `group`.
+    std::shared_ptr<observer_channel> observer;
+    recipe_info observed{};
+    std::chrono::steady_clock::time_point held_since{};
+    void observe(std::shared_ptr<observer_channel> channel, recipe_kind recipe, std::uint64_t id) {
+        observer = std::move(channel);
+        observed = recipe_info{id, recipe, group};
+        held_since = std::chrono::steady_clock::now();
+    }
 
 private:
     live_counter<&live_objects::holds> counted_;

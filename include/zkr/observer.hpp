@@ -1,0 +1,140 @@
+/// \file
+/// zkr::observer — hooks that see every session change, request, retry, lock, lease and
+/// leadership of a client: for metrics (zkr::metrics), tracing and audit logs.
+#pragma once
+#include "zkr/export.hpp"
+
+#include "zkr/error.hpp"
+#include "zkr/types.hpp"
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace zkr {
+
+/// A request to the server, as an observer sees it.
+enum class operation : std::uint8_t {
+    create,          ///< a create (any mode)
+    remove,          ///< a delete
+    exists,          ///< an exists (also the idle session's heartbeat, a read of "/")
+    get_data,        ///< a read of a node's data
+    set_data,        ///< a write of a node's data
+    get_children,    ///< a listing
+    multi,           ///< a transaction
+    remove_watches,  ///< a removal of watches
+};
+/// The operation's name ("create", "remove", "exists", "get_data", "set_data", "get_children",
+/// "multi", "remove_watches").
+ZKR_EXPORT const char* to_string(operation op) noexcept;
+
+/// Which recipe an event is about.
+enum class recipe_kind : std::uint8_t {
+    mutex,            ///< zkr::mutex (and each part of a zkr::multi_lock)
+    read_lock,        ///< the read side of zkr::shared_mutex
+    write_lock,       ///< the write side of zkr::shared_mutex
+    semaphore,        ///< zkr::semaphore: one acquisition, of one or more leases
+    leader_latch,     ///< zkr::leader_latch
+    leader_selector,  ///< zkr::leader_selector
+};
+/// The recipe's name ("mutex", "read_lock", "write_lock", "semaphore", "leader_latch",
+/// "leader_selector").
+ZKR_EXPORT const char* to_string(recipe_kind r) noexcept;
+
+/// How an acquisition (a lock, a semaphore's leases) ended.
+enum class acquire_outcome : std::uint8_t {
+    acquired,   ///< it holds
+    timed_out,  ///< the deadline passed, or a try found it taken (a deadline of zero)
+    cancelled,  ///< cancelled by its caller (per-operation cancellation, a lock_hold dropped)
+    failed,     ///< an error ended it (the session expired, the client closed, bad input...)
+};
+/// The outcome's name ("acquired", "timed_out", "cancelled", "failed").
+ZKR_EXPORT const char* to_string(acquire_outcome o) noexcept;
+
+/// Why a hold (a lock hold, a lease) stopped standing before its release.
+enum class loss_reason : std::uint8_t {
+    session,       ///< its session expired or was given up (partition, frozen process), or the client closed
+    node_deleted,  ///< someone else deleted its node
+};
+/// The reason's name ("session", "node_deleted").
+ZKR_EXPORT const char* to_string(loss_reason r) noexcept;
+
+/// A request: `id` pairs its start, retries and end (unique within the client).
+struct request_info {
+    std::uint64_t id = 0;
+    zkr::operation operation = zkr::operation::exists;
+    std::string_view path{};  ///< its path (a transaction's first); valid during the call only
+};
+
+/// One acquisition, hold or leadership of a recipe: `id` pairs its events (acquire started,
+/// acquire finished, released or lost; unique within the client).
+struct recipe_info {
+    std::uint64_t id = 0;
+    recipe_kind recipe = recipe_kind::mutex;
+    std::string_view path{};  ///< the lock, semaphore or latch path; valid during the call only
+};
+
+/// Receives what a client does. Every hook has a no-op default: override the ones you need.
+///
+/// Threads and order: the hooks of one client are called on one thread of that client's own
+/// ("zkr-observer"), never on the ZooKeeper C client's threads nor on the session thread, one
+/// at a time, in the order the events happened in the client. An observer given to several
+/// clients is called from each client's thread: it must be thread-safe (zkr::metrics is).
+///
+/// Hooks must be quick. The client hands each event over through a bounded queue and never waits
+/// for the observer: a hook that blocks or is slow delays only later hooks, and once the queue
+/// is full further events are dropped (counted, and reported by on_events_dropped() and once
+/// through zkr::log). A hook that throws has its exception caught and reported once through
+/// zkr::log; the session is not affected. Hooks may be declared noexcept.
+///
+/// Durations are measured with std::chrono::steady_clock in the client.
+class ZKR_EXPORT observer {
+public:
+    virtual ~observer();
+
+    /// The client's connection changed state (connected, suspended, reconnected, lost,
+    /// closed); `session` is the session it is about (0 when there is none).
+    virtual void on_connection_state(connection_state state, std::int64_t session) { (void)state, (void)session; }
+    /// The server reported `session` expired (one call per expiry; a session given up after a
+    /// partition is only a connection_state::lost).
+    virtual void on_session_expired(std::int64_t session) { (void)session; }
+
+    /// A request is sent for the first time.
+    virtual void on_request_started(const request_info& request) { (void)request; }
+    /// A request failed with `cause` and will be sent again after `backoff` (attempt 1 is the
+    /// first retry).
+    virtual void on_retry(const request_info& request, error_code cause, int attempt, std::chrono::nanoseconds backoff) {
+        (void)request, (void)cause, (void)attempt, (void)backoff;
+    }
+    /// A request ended: `result` is what its caller gets (empty for success; no_node,
+    /// node_exists, bad_version... are answers, not failures of the client), `duration` from its
+    /// start to its end, retries included.
+    virtual void on_request_finished(const request_info& request, error_code result, std::chrono::nanoseconds duration) {
+        (void)request, (void)result, (void)duration;
+    }
+
+    /// An acquisition started (lock(), try_lock(), try_lock_for(), async_lock(); a semaphore's
+    /// acquire). A re-entry of a hold this owner has already is not an acquisition.
+    virtual void on_acquire_started(const recipe_info& recipe) { (void)recipe; }
+    /// The acquisition ended after waiting `wait`.
+    virtual void on_acquire_finished(const recipe_info& recipe, acquire_outcome outcome, std::chrono::nanoseconds wait) {
+        (void)recipe, (void)outcome, (void)wait;
+    }
+    /// A hold acquired was released (its last unlock, a lock_hold's release, a lease's
+    /// release), after `held`. A hold lost is reported by on_lost() instead, never by both.
+    virtual void on_released(const recipe_info& recipe, std::chrono::nanoseconds held) { (void)recipe, (void)held; }
+    /// A hold acquired was lost after `held` (the moment the client learned of it).
+    virtual void on_lost(const recipe_info& recipe, loss_reason reason, std::chrono::nanoseconds held) {
+        (void)recipe, (void)reason, (void)held;
+    }
+    /// A leader latch or selector gained (`leader`) or gave up or lost leadership.
+    virtual void on_leadership(const recipe_info& recipe, bool leader) { (void)recipe, (void)leader; }
+    /// A lock's queue was read (participants()): `depth` nodes, holders included.
+    virtual void on_queue_depth(const recipe_info& recipe, std::size_t depth) { (void)recipe, (void)depth; }
+
+    /// `count` events were dropped because the queue to this observer was full.
+    virtual void on_events_dropped(std::uint64_t count) { (void)count; }
+};
+
+}  // namespace zkr

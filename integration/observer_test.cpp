@@ -1,0 +1,376 @@
+// zkr::observer and zkr::metrics against real ZooKeeper servers: the numbers a user reads after
+// lock cycles, timeouts, expiries, deletes, retries and elections; where hooks run; what a hook
+// that throws or blocks does to the session (nothing).
+#include "support/servers.hpp"
+#include "support/session_tools.hpp"
+#include "zkr/client.hpp"
+#include "zkr/leader_latch.hpp"
+#include "zkr/log.hpp"
+#include "zkr/metrics.hpp"
+#include "zkr/mutex.hpp"
+#include "zkr/semaphore.hpp"
+#include "zkr/shared_mutex.hpp"
+#include "zkr/testkit.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+using namespace std::chrono_literals;
+using zkr::test::eventually;
+using zkr::test::first_server;
+using zkr::test::test_connect_string;
+using zkr::test::test_options;
+using zkr::test::unique_path;
+
+namespace {
+
+zkr::client_options observed(zkr::client_options o, std::shared_ptr<zkr::observer> observer) {
+    o.observer = std::move(observer);
+    return o;
+}
+
+double value(const zkr::metrics& m, std::string_view name,
+             std::initializer_list<std::pair<std::string_view, std::string_view>> labels = {}) {
+    return m.snapshot().value(name, labels);
+}
+
+// Records every hook call: which thread ran it, and what it said.
+struct recording_observer : zkr::observer {
+    struct call {
+        std::string hook;
+        std::uint64_t id = 0;
+        std::string thread;
+        std::string detail;
+    };
+    mutable std::mutex mutex;
+    std::vector<call> calls;
+
+    void add(std::string hook, std::uint64_t id, std::string detail = {}) {
+        std::lock_guard lock(mutex);
+        calls.push_back({std::move(hook), id, zkr::test::this_thread_name(), std::move(detail)});
+    }
+    std::vector<call> all() const {
+        std::lock_guard lock(mutex);
+        return calls;
+    }
+    void on_connection_state(zkr::connection_state s, std::int64_t) override { add("state", 0, zkr::to_string(s)); }
+    void on_request_started(const zkr::request_info& r) override { add("request_started", r.id, zkr::to_string(r.operation)); }
+    void on_request_finished(const zkr::request_info& r, zkr::error_code, std::chrono::nanoseconds) override {
+        add("request_finished", r.id, zkr::to_string(r.operation));
+    }
+    void on_acquire_started(const zkr::recipe_info& r) override { add("acquire_started", r.id, std::string(r.path)); }
+    void on_acquire_finished(const zkr::recipe_info& r, zkr::acquire_outcome o, std::chrono::nanoseconds) override {
+        add("acquire_finished", r.id, zkr::to_string(o));
+    }
+    void on_released(const zkr::recipe_info& r, std::chrono::nanoseconds) override { add("released", r.id); }
+    void on_lost(const zkr::recipe_info& r, zkr::loss_reason why, std::chrono::nanoseconds) override {
+        add("lost", r.id, zkr::to_string(why));
+    }
+};
+
+}  // namespace
+
+TEST_CASE("observer: N lock cycles give N acquisitions and N hold observations", "[observer]") {
+    auto metrics = std::make_shared<zkr::metrics>();
+    zkr::client c(observed(test_options(test_connect_string()), metrics));
+    zkr::mutex m(c, unique_path("observer-cycles"));
+    constexpr int n = 25;
+    for (int i = 0; i < n; ++i) {
+        m.lock();
+        m.lock();  // a re-entry is not an acquisition
+        m.unlock();
+        m.unlock();
+    }
+    REQUIRE(c.flush_observer(10s));
+    CHECK(value(*metrics, "zkr_lock_acquire_seconds_count", {{"recipe", "mutex"}, {"outcome", "acquired"}}) == n);
+    CHECK(value(*metrics, "zkr_lock_acquire_seconds_count", {{"recipe", "mutex"}}) == n);
+    CHECK(value(*metrics, "zkr_lock_hold_seconds_count", {{"recipe", "mutex"}}) == n);
+    CHECK(value(*metrics, "zkr_lock_held", {{"recipe", "mutex"}}) == 0);
+    CHECK(value(*metrics, "zkr_lock_waiters", {{"recipe", "mutex"}}) == 0);
+    CHECK(value(*metrics, "zkr_lock_lost_total") == 0);
+    // Each cycle creates its node: as many successful creates (ephemeral sequential) as cycles,
+    // at least (the lock path's parents are made once).
+    CHECK(value(*metrics, "zkr_requests_total", {{"op", "create"}, {"result", "ok"}}) >= n);
+    CHECK(value(*metrics, "zkr_request_seconds_count", {{"op", "create"}}) >=
+          value(*metrics, "zkr_requests_total", {{"op", "create"}, {"result", "ok"}}));
+    CHECK(value(*metrics, "zkr_connection_state_changes_total", {{"state", "connected"}}) == 1);
+    // The read/write lock's sides are told apart.
+    zkr::shared_mutex rw(c, unique_path("observer-rw"));
+    rw.lock_shared();
+    rw.unlock_shared();
+    rw.lock();
+    rw.unlock();
+    REQUIRE(c.flush_observer(10s));
+    CHECK(value(*metrics, "zkr_lock_acquire_seconds_count", {{"recipe", "read_lock"}, {"outcome", "acquired"}}) == 1);
+    CHECK(value(*metrics, "zkr_lock_hold_seconds_count", {{"recipe", "write_lock"}}) == 1);
+}
+
+TEST_CASE("observer: a try_lock_for that times out counts as timed_out, a try that finds the lock taken too", "[observer]") {
+    auto metrics = std::make_shared<zkr::metrics>();
+    std::string connect = test_connect_string(), path = unique_path("observer-timeout");
+    zkr::client holder(test_options(connect));
+    zkr::client c(observed(test_options(connect), metrics));
+    zkr::mutex held(holder, path);
+    held.lock();
+    zkr::mutex m(c, path);
+    CHECK_FALSE(m.try_lock_for(200ms));
+    CHECK_FALSE(m.try_lock());
+    REQUIRE(c.flush_observer(10s));
+    CHECK(value(*metrics, "zkr_lock_acquire_seconds_count", {{"recipe", "mutex"}, {"outcome", "timed_out"}}) == 2);
+    CHECK(value(*metrics, "zkr_lock_acquire_seconds_count", {{"outcome", "acquired"}}) == 0);
+    // The timed one waited its 200 ms: its wait is in the buckets above 0.1 s.
+    CHECK(value(*metrics, "zkr_lock_acquire_seconds_sum", {{"outcome", "timed_out"}}) >= 0.2);
+    CHECK(value(*metrics, "zkr_lock_waiters", {{"recipe", "mutex"}}) == 0);
+    held.unlock();
+    REQUIRE(m.try_lock_for(10s));
+    m.unlock();
+    REQUIRE(c.flush_observer(10s));
+    CHECK(value(*metrics, "zkr_lock_acquire_seconds_count", {{"outcome", "acquired"}}) == 1);
+}
+
+TEST_CASE("observer: an expired session counts once, and each hold it ends counts as lost", "[observer]") {
+    auto metrics = std::make_shared<zkr::metrics>();
+    std::string connect = test_connect_string();
+    zkr::client c(observed(test_options(connect), metrics));
+    zkr::mutex a(c, unique_path("observer-expiry-a")), b(c, unique_path("observer-expiry-b"));
+    zkr::semaphore s(c, unique_path("observer-expiry-sem"), 2);
+    a.lock();
+    b.lock();
+    auto lease = s.acquire();
+    REQUIRE(c.flush_observer(10s));
+    CHECK(value(*metrics, "zkr_lock_held") == 3);
+    zkr::testkit::expire_session(c, connect);
+    REQUIRE(eventually([&] { return a.state() == zkr::lock_state::lost && b.state() == zkr::lock_state::lost &&
+                                    lease.state() == zkr::lock_state::lost; }));
+    REQUIRE(c.flush_observer(10s));
+    CHECK(value(*metrics, "zkr_session_expirations_total") == 1);
+    CHECK(value(*metrics, "zkr_connection_state_changes_total", {{"state", "lost"}}) == 1);
+    CHECK(value(*metrics, "zkr_lock_lost_total", {{"recipe", "mutex"}, {"reason", "session"}}) == 2);
+    CHECK(value(*metrics, "zkr_lock_lost_total", {{"recipe", "semaphore"}, {"reason", "session"}}) == 1);
+    CHECK(value(*metrics, "zkr_lock_held") == 0);
+    // A lost hold's release is not a second observation of it.
+    a.unlock();
+    b.unlock();
+    lease.release();
+    REQUIRE(c.flush_observer(10s));
+    CHECK(value(*metrics, "zkr_lock_hold_seconds_count") == 3);
+    CHECK(value(*metrics, "zkr_lock_held") == 0);
+}
+
+TEST_CASE("observer: a hold whose node someone deletes counts as lost, reason node_deleted", "[observer]") {
+    auto metrics = std::make_shared<zkr::metrics>();
+    std::string connect = test_connect_string(), path = unique_path("observer-deleted");
+    zkr::client c(observed(test_options(connect), metrics));
+    zkr::client other(test_options(connect));
+    zkr::mutex m(c, path);
+    m.lock();
+    auto kids = c.get_children(path).children;
+    REQUIRE(kids.size() == 1);
+    other.remove(path + "/" + kids.front());
+    REQUIRE(eventually([&] { return m.state() == zkr::lock_state::lost; }));
+    REQUIRE(c.flush_observer(10s));
+    CHECK(value(*metrics, "zkr_lock_lost_total", {{"recipe", "mutex"}, {"reason", "node_deleted"}}) == 1);
+    CHECK(value(*metrics, "zkr_lock_lost_total", {{"reason", "session"}}) == 0);
+    m.unlock();
+}
+
+TEST_CASE("observer: a semaphore's leases are acquisitions and holds of their own", "[observer]") {
+    auto metrics = std::make_shared<zkr::metrics>();
+    zkr::client c(observed(test_options(test_connect_string()), metrics));
+    zkr::semaphore s(c, unique_path("observer-semaphore"), 1);
+    {
+        auto l = s.acquire();
+        CHECK_FALSE(s.try_acquire_for(100ms).has_value());  // the only lease is taken
+        REQUIRE(c.flush_observer(10s));
+        CHECK(value(*metrics, "zkr_lock_held", {{"recipe", "semaphore"}}) == 1);
+    }
+    REQUIRE(c.flush_observer(10s));
+    CHECK(value(*metrics, "zkr_lock_acquire_seconds_count", {{"recipe", "semaphore"}, {"outcome", "acquired"}}) == 1);
+    CHECK(value(*metrics, "zkr_lock_acquire_seconds_count", {{"recipe", "semaphore"}, {"outcome", "timed_out"}}) == 1);
+    CHECK(value(*metrics, "zkr_lock_hold_seconds_count", {{"recipe", "semaphore"}}) == 1);
+    CHECK(value(*metrics, "zkr_lock_held", {{"recipe", "semaphore"}}) == 0);
+    // The semaphore's own mutex (under its path) is not counted as a mutex of the user's.
+    CHECK(value(*metrics, "zkr_lock_acquire_seconds_count", {{"recipe", "mutex"}}) == 0);
+}
+
+TEST_CASE("observer: a leader latch's leadership is gained and given up", "[observer]") {
+    auto metrics = std::make_shared<zkr::metrics>();
+    zkr::client c(observed(test_options(test_connect_string()), metrics));
+    zkr::leader_latch latch(c, unique_path("observer-latch"), "a");
+    latch.start();
+    REQUIRE(latch.await_leadership(10s));
+    REQUIRE(c.flush_observer(10s));
+    CHECK(value(*metrics, "zkr_leader", {{"recipe", "leader_latch"}}) == 1);
+    CHECK(value(*metrics, "zkr_leader_changes_total", {{"recipe", "leader_latch"}, {"event", "gained"}}) == 1);
+    latch.close();
+    REQUIRE(c.flush_observer(10s));
+    CHECK(value(*metrics, "zkr_leader", {{"recipe", "leader_latch"}}) == 0);
+    CHECK(value(*metrics, "zkr_leader_changes_total", {{"recipe", "leader_latch"}, {"event", "lost"}}) == 1);
+}
+
+TEST_CASE("observer: a request whose reply is lost counts one retry and one success", "[observer]") {
+    auto metrics = std::make_shared<zkr::metrics>();
+    std::string connect = test_connect_string(), path = unique_path("observer-retry");
+    zkr::testkit::proxy proxy(first_server(connect));
+    zkr::client c(observed(test_options(proxy.address(), 10000ms), metrics));
+    c.create(path, "a", zkr::create_mode::persistent);
+    proxy.lose_next_reply({zkr::test::zk_op::set_data});
+    c.set_data(path, "b");  // applied, its reply lost: resent on the same session (idempotent)
+    CHECK(proxy.replies_lost() == 1);
+    REQUIRE(c.flush_observer(10s));
+    CHECK(value(*metrics, "zkr_request_retries_total", {{"op", "set_data"}}) == 1);
+    CHECK(value(*metrics, "zkr_requests_total", {{"op", "set_data"}, {"result", "ok"}}) == 1);
+    CHECK(value(*metrics, "zkr_requests_total", {{"op", "set_data"}}) == 1);  // one request, however often sent
+    CHECK(value(*metrics, "zkr_connection_state_changes_total", {{"state", "suspended"}}) == 1);
+    CHECK(value(*metrics, "zkr_connection_state_changes_total", {{"state", "reconnected"}}) == 1);
+    // An answer that is not a success is a result of its own.
+    zkr::error_code ec;
+    c.remove(path + "/missing", zkr::any_version, ec);
+    REQUIRE(c.flush_observer(10s));
+    CHECK(value(*metrics, "zkr_requests_total", {{"op", "remove"}, {"result", "no_node"}}) == 1);
+    c.remove(path);
+}
+
+TEST_CASE("observer: hooks run on the client's observer thread, in order, each request started before it ends",
+          "[observer]") {
+    auto rec = std::make_shared<recording_observer>();
+    {
+        zkr::client c(observed(test_options(test_connect_string()), rec));
+        zkr::mutex m(c, unique_path("observer-threads"));
+        for (int i = 0; i < 5; ++i) {
+            m.lock();
+            m.unlock();
+        }
+        REQUIRE(c.flush_observer(10s));
+    }
+    auto calls = rec->all();
+    REQUIRE(calls.size() > 20);
+    std::set<std::uint64_t> started, finished;
+    std::map<std::uint64_t, std::string> acquisitions;  // id -> what was last said of it
+    for (const auto& call : calls) {
+        INFO(call.hook << " " << call.id << " " << call.detail);
+        CHECK(call.thread == "zkr-observer");
+        if (call.hook == "request_started") CHECK(started.insert(call.id).second);
+        if (call.hook == "request_finished") {
+            CHECK(started.count(call.id) == 1);
+            CHECK(finished.insert(call.id).second);
+        }
+        if (call.hook == "acquire_started") {
+            CHECK(acquisitions.count(call.id) == 0);
+            acquisitions[call.id] = "started";
+        }
+        if (call.hook == "acquire_finished") {
+            CHECK(acquisitions[call.id] == "started");
+            acquisitions[call.id] = call.detail;
+        }
+        if (call.hook == "released") {
+            CHECK(acquisitions[call.id] == "acquired");
+            acquisitions[call.id] = "released";
+        }
+    }
+    CHECK(started == finished);
+    CHECK(acquisitions.size() == 5);
+    for (const auto& [id, last] : acquisitions) CHECK(last == "released");
+    // The client's last word: closed.
+    auto last_state = std::find_if(calls.rbegin(), calls.rend(), [](const auto& c) { return c.hook == "state"; });
+    REQUIRE(last_state != calls.rend());
+    CHECK(last_state->detail == "closed");
+}
+
+namespace {
+struct throwing_observer : zkr::observer {
+    std::atomic<int> calls{0};
+    void on_request_started(const zkr::request_info&) override {
+        ++calls;
+        throw std::runtime_error("observer bug");
+    }
+    void on_acquire_finished(const zkr::recipe_info&, zkr::acquire_outcome, std::chrono::nanoseconds) override {
+        ++calls;
+        throw 42;  // not even an exception type
+    }
+};
+
+// An observer that blocks in its first hook until let go.
+struct blocking_observer : zkr::observer {
+    std::mutex mutex;
+    std::condition_variable cv;
+    bool go = false;
+    std::atomic<std::uint64_t> dropped{0};
+    std::atomic<std::uint64_t> finished{0};
+    void on_request_finished(const zkr::request_info&, zkr::error_code, std::chrono::nanoseconds) override {
+        ++finished;
+        std::unique_lock lock(mutex);
+        // Bounded: a test that fails must not hang the suite.
+        cv.wait_for(lock, 60s, [&] { return go; });
+    }
+    void on_events_dropped(std::uint64_t n) override { dropped += n; }
+    void let_go() {
+        {
+            std::lock_guard lock(mutex);
+            go = true;
+        }
+        cv.notify_all();
+    }
+};
+}  // namespace
+
+TEST_CASE("observer: a hook that throws is caught, reported once, and hurts nothing", "[observer]") {
+    std::mutex lines_mutex;
+    std::vector<std::string> lines;
+    zkr::log::set_sink([&](zkr::log::level, std::string_view line) {
+        std::lock_guard lock(lines_mutex);
+        lines.emplace_back(line);
+    });
+    auto thrower = std::make_shared<throwing_observer>();
+    {
+        zkr::client c(observed(test_options(test_connect_string()), thrower));
+        zkr::mutex m(c, unique_path("observer-throws"));
+        for (int i = 0; i < 5; ++i) {
+            REQUIRE(m.try_lock_for(10s));
+            m.unlock();
+        }
+        REQUIRE(c.flush_observer(10s));
+    }
+    zkr::log::flush();
+    zkr::log::set_sink({});
+    CHECK(thrower->calls > 10);
+    std::lock_guard lock(lines_mutex);
+    CHECK(std::count_if(lines.begin(), lines.end(), [](const std::string& l) {
+              return l.find("an observer hook threw") != std::string::npos;
+          }) == 1);
+}
+
+TEST_CASE("observer: a hook that blocks stalls no lock, no request and no close; what overflows is dropped and counted",
+          "[observer]") {
+    auto blocker = std::make_shared<blocking_observer>();
+    zkr::client c(observed(test_options(test_connect_string()), blocker));
+    zkr::mutex m(c, unique_path("observer-blocks"));
+    c.exists("/");
+    REQUIRE(eventually([&] { return blocker->finished > 0; }));  // the observer thread is stuck now
+    // Well over the channel's 8,192 events (each cycle makes about ten).
+    for (int i = 0; i < 1500; ++i) {
+        REQUIRE(m.try_lock_for(10s));
+        m.unlock();
+    }
+    CHECK_FALSE(c.flush_observer(100ms));  // still stuck
+    blocker->let_go();
+    REQUIRE(c.flush_observer(30s));
+    CHECK(blocker->dropped > 0);
+    CHECK(blocker->finished > 1000);  // what fitted was handed over
+
+    // Stuck again, then the client closes: close returns (the observer's share of it is bounded).
+    {
+        std::lock_guard lock(blocker->mutex);
+        blocker->go = false;
+    }
+    c.exists("/");  // a request: its end blocks the observer
+    auto started = std::chrono::steady_clock::now();
+    c.close();
+    CHECK(std::chrono::steady_clock::now() - started < 20s);
+    blocker->let_go();
+}
