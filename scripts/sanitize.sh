@@ -19,5 +19,7 @@ targets=(zkr_unit_tests zkr_integration_tests zkr_lock_holder zkr_timed_locker z
          zkr_chaos zkr_chaos_worker reentrant_lock catalog async_orders leader_service warehouse_transfer service_registry
          batch_job)
 [ "$preset" = asan ] && targets+=(zkr_planted_leak)
+# Made (and run by ctest) only where prometheus-cpp is installed, as setup.sh does.
+if grep -q '^ZKR_HAVE_PROMETHEUS_EXAMPLE:INTERNAL=ON' "build-$preset/CMakeCache.txt" 2>/dev/null; then targets+=(metrics_service); fi
 cmake --build --preset "$preset" -j"$(nproc)" --target "${targets[@]}"
 ctest --preset "$preset" "$@"

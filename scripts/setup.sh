@@ -9,6 +9,7 @@ packages=(
   libboost1.81-dev               # Asio, Boost.System
   catch2                         # tests (v2)
   libgtest-dev                   # the testkit's GoogleTest example
+  prometheus-cpp-dev             # examples/metrics_service.cpp (zkr itself does not need it)
   zookeeper default-jre-headless # the 3.8 server for integration tests and the demo
   default-jdk-headless           # javac, for the Curator interop driver
   libcurator-recipes-java        # Curator 5.4: the Java peer for interop tests and benchmarks
