@@ -22,6 +22,7 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -376,6 +377,29 @@ TEST_CASE("zklock run returns the command's status and exports the fencing token
     CHECK(zklock.wait() == 7);
     CHECK_FALSE(observer.exists(node).exists);
     CHECK(zklock.error_output().empty());
+}
+
+TEST_CASE("zklock run --verbose prints how long it waited for the lock and how long it held it", "[zklock]") {
+    scratch_dir dir;
+    std::string path = unique_path("zklock-verbose");
+    zkr::client holder(test_options(test_connect_string()));
+    zkr::shared_mutex held(holder, path);  // zklock run takes the write side
+    held.lock();
+    zklock_process zklock(run_args(path, holding_command(dir, "a"), {"--verbose"}), dir);
+    require_queue_length(holder, path, 2, {&zklock});
+    // zklock waits behind the holder for 300 ms at least (checked throughout): its wait is longer.
+    CHECK(zkr::test::holds_throughout([&] { return zkr::test::queue_length(holder, path) == 2 && !file_exists(dir / "a.path"); }, 300ms));
+    held.unlock();
+    std::string node = started_node(dir, "a");
+    touch(dir / "a.go");
+    CHECK(zklock.wait() == 7);
+    auto err = zklock.error_output();
+    INFO(err);
+    std::smatch m;
+    REQUIRE(std::regex_search(err, m, std::regex("holding " + node + R"( \(fencing token \d+\) after waiting (\d+\.\d{3}) s)")));
+    CHECK(std::stod(m[1].str()) >= 0.3);
+    REQUIRE(std::regex_search(err, m, std::regex("released " + node + R"( after holding it (\d+\.\d{3}) s)")));
+    CHECK(std::stod(m[1].str()) >= 0);
 }
 
 TEST_CASE("zklock run: exclusive runs exclude each other, shared runs share, a shared run waits for an exclusive one", "[zklock]") {

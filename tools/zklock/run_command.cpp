@@ -16,6 +16,7 @@
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <cstdio>
 #include <iostream>
 #include <optional>
 #include <vector>
@@ -156,6 +157,13 @@ bool supervise(event_loop& loop, run_hold& hold, command_process& command, const
     return lost_handled && lost->error == zkr::errc::lock_lost;
 }
 
+// "0.012 s": a wait or hold time for --verbose.
+std::string seconds_text(steady_clock::duration d) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3f s", std::chrono::duration<double>(d).count());
+    return buf;
+}
+
 }  // namespace
 
 int run_command(const run_options& o) {
@@ -171,6 +179,7 @@ int run_command(const run_options& o) {
     // Both declared before the hold: it releases through them.
     std::optional<zkr::shared_mutex> lock;
     std::optional<zkr::semaphore> semaphore;
+    auto wait_started = steady_clock::now();
     auto hold = [&] {
         if (o.max_leases) {
             semaphore.emplace(*client, o.path, *o.max_leases);
@@ -190,8 +199,10 @@ int run_command(const run_options& o) {
         if (e.code() == zkr::errc::lock_lost) throw failure(exit_code::lock_lost, lost_before);
         throw;
     }
+    auto held_since = steady_clock::now();
     if (o.connection.verbose)
-        std::cerr << "zklock: holding " << hold.node_path() << " (fencing token " << token << ")" << std::endl;
+        std::cerr << "zklock: holding " << hold.node_path() << " (fencing token " << token << ") after waiting "
+                  << seconds_text(held_since - wait_started) << std::endl;
     if (hold.state() == zkr::lock_state::lost) throw failure(exit_code::lock_lost, lost_before);
 
     command_process command({.program = program,
@@ -209,7 +220,11 @@ int run_command(const run_options& o) {
         throw failure(exit_code::lock_lost, "the " + std::string(hold.kind()) + " on " + o.path + " was lost while '" +
                                                 describe_command(o) + "' ran; it " + command.describe_exit());
 
+    std::string node = hold.node_path();
     hold.release(*client, loop, steady_clock::now() + settle_time);
+    if (o.connection.verbose)
+        std::cerr << "zklock: released " << node << " after holding it " << seconds_text(steady_clock::now() - held_since)
+                  << std::endl;
     return command.exit_status();
 }
 
