@@ -9,7 +9,9 @@
 namespace zkr::detail {
 
 observer_channel::observer_channel(std::shared_ptr<zkr::observer> o, std::size_t capacity)
-    : observer_(std::move(o)), ring_(capacity == 0 ? 1 : capacity) {}
+    : observer_(std::move(o)), ring_(capacity == 0 ? 1 : capacity) {
+    for (auto& e : ring_) e.path.reserve(path_reserve);
+}
 
 std::shared_ptr<observer_channel> observer_channel::start(std::shared_ptr<zkr::observer> o, std::size_t capacity) {
     auto channel = std::make_shared<observer_channel>(std::move(o), capacity);
@@ -60,7 +62,7 @@ void observer_channel::push(kind k, std::string_view path, Fill&& fill) {
         fill(e);
         ++size_;
         ++pushed_;
-        wake = sleeping_;
+        wake = sleeping_ || size_ == ring_.size() / 2;
     }
     if (wake) wake_.notify_one();
 }
@@ -158,19 +160,27 @@ bool observer_channel::flush(std::chrono::milliseconds timeout) {
 }
 
 void observer_channel::run() {
-    std::vector<event> batch(64);
+    std::vector<event> batch(256);
+    for (auto& e : batch) e.path.reserve(path_reserve);
+    bool linger = false;  // the last take emptied the ring: gather what follows before waking again
     for (;;) {
         std::size_t n = 0;
         std::uint64_t dropped_now = 0;
         {
             std::unique_lock lock(mutex_);
-            sleeping_ = true;
-            wake_.wait(lock, [&] { return size_ > 0 || dropped_unreported_ > 0 || stopping_; });
-            sleeping_ = false;
-            if (size_ == 0 && dropped_unreported_ == 0 && stopping_) {
-                finished_ = true;
-                drained_.notify_all();
-                return;
+            // Under load, one wake-up per linger period rather than one per event (a futex wake and
+            // a context switch each): senders do not notify while we linger, unless the ring is
+            // half full.
+            if (linger) wake_.wait_for(lock, linger_period, [&] { return stopping_ || size_ >= ring_.size() / 2; });
+            if (size_ == 0 && dropped_unreported_ == 0) {
+                if (stopping_) {
+                    finished_ = true;
+                    drained_.notify_all();
+                    return;
+                }
+                sleeping_ = true;
+                wake_.wait(lock, [&] { return size_ > 0 || dropped_unreported_ > 0 || stopping_; });
+                sleeping_ = false;
             }
             // Swapped, not copied: the slot keeps a path buffer to write into next time.
             while (size_ > 0 && n < batch.size()) {
@@ -178,6 +188,7 @@ void observer_channel::run() {
                 head_ = (head_ + 1) % ring_.size();
                 --size_;
             }
+            linger = size_ == 0;
             dropped_now = std::exchange(dropped_unreported_, 0);
         }
         for (std::size_t i = 0; i < n; ++i) deliver(batch[i]);

@@ -5,6 +5,8 @@
 // client's threads or the session thread, and a slow hook costs the session nothing: once the
 // ring is full, events are dropped and counted.
 //
+// Under load the thread wakes once per linger_period rather than once per event.
+//
 // No allocation per event once the ring has gone round: each slot keeps its path's buffer, and
 // the thread swaps slots with its own batch rather than copying them.
 #pragma once
@@ -23,6 +25,12 @@ namespace zkr::detail {
 class observer_channel : public std::enable_shared_from_this<observer_channel> {
 public:
     static constexpr std::size_t default_capacity = 8192;
+    /// Room for a path in each slot, made up front: a longer path grows its slot once.
+    static constexpr std::size_t path_reserve = 128;
+    /// After handing events over, the thread gathers what follows for this long before it takes
+    /// them (under load: one wake-up per period, not one per event). Events reach the observer
+    /// this much later at most; flush() waits for them.
+    static constexpr std::chrono::milliseconds linger_period{10};
     /// How long stop() waits for the observer to take what is queued.
     static constexpr std::chrono::milliseconds stop_bound{1000};
 
