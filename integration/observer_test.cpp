@@ -5,6 +5,7 @@
 #include "support/session_tools.hpp"
 #include "zkr/client.hpp"
 #include "zkr/leader_latch.hpp"
+#include "zkr/leader_selector.hpp"
 #include "zkr/log.hpp"
 #include "zkr/metrics.hpp"
 #include "zkr/mutex.hpp"
@@ -15,6 +16,7 @@
 #include <catch2/catch.hpp>
 
 #include <condition_variable>
+#include <future>
 #include <map>
 #include <mutex>
 #include <set>
@@ -211,6 +213,41 @@ TEST_CASE("observer: a leader latch's leadership is gained and given up", "[obse
     REQUIRE(c.flush_observer(10s));
     CHECK(value(*metrics, "zkr_leader", {{"recipe", "leader_latch"}}) == 0);
     CHECK(value(*metrics, "zkr_leader_changes_total", {{"recipe", "leader_latch"}, {"event", "lost"}}) == 1);
+}
+
+TEST_CASE("observer: a leader selector's terms are leaderships gained and given up", "[observer]") {
+    auto metrics = std::make_shared<zkr::metrics>();
+    zkr::client c(observed(test_options(test_connect_string()), metrics));
+    std::atomic<int> terms{0};
+    std::promise<void> two_terms;
+    zkr::leader_selector_options o;
+    o.auto_requeue = true;
+    zkr::leader_selector selector(c, unique_path("observer-selector"), "a", [&](std::stop_token) {
+        if (++terms == 2) two_terms.set_value();
+    }, o);
+    selector.start();
+    REQUIRE(two_terms.get_future().wait_for(15s) == std::future_status::ready);
+    selector.close();
+    REQUIRE(c.flush_observer(10s));
+    // Each term that ended was gained and then given up; a third may have begun before the close.
+    auto gained = value(*metrics, "zkr_leader_changes_total", {{"recipe", "leader_selector"}, {"event", "gained"}});
+    CHECK(gained >= 2);
+    CHECK(value(*metrics, "zkr_leader_changes_total", {{"recipe", "leader_selector"}, {"event", "lost"}}) == gained);
+    CHECK(value(*metrics, "zkr_leader", {{"recipe", "leader_selector"}}) == 0);
+}
+
+TEST_CASE("observer: reading a lock's queue reports its depth", "[observer]") {
+    auto metrics = std::make_shared<zkr::metrics>();
+    std::string connect = test_connect_string(), path = unique_path("observer-depth");
+    zkr::client holder(test_options(connect));
+    zkr::client c(observed(test_options(connect), metrics));
+    zkr::mutex held(holder, path);
+    held.lock();
+    zkr::mutex m(c, path);
+    CHECK(m.participants().size() == 1);
+    REQUIRE(c.flush_observer(10s));
+    CHECK(value(*metrics, "zkr_lock_queue_depth", {{"recipe", "mutex"}}) == 1);
+    held.unlock();
 }
 
 TEST_CASE("observer: a request whose reply is lost counts one retry and one success", "[observer]") {

@@ -30,7 +30,7 @@ struct metrics_options {
 struct metric_sample {
     std::string name;                                         ///< e.g. "zkr_lock_acquire_seconds_count"
     std::vector<std::pair<std::string, std::string>> labels;  ///< in the order printed
-    double value = 0;
+    double value = 0;                                         ///< the sample's value
 };
 
 /// The metrics at one moment.
@@ -45,9 +45,9 @@ struct ZKR_EXPORT metrics_snapshot {
 
 /// One metric family: its name, Prometheus type ("counter", "gauge" or "histogram") and help.
 struct metric_family {
-    std::string_view name;
-    std::string_view type;
-    std::string_view help;
+    std::string_view name;  ///< e.g. "zkr_lock_acquire_seconds"
+    std::string_view type;  ///< "counter", "gauge" or "histogram"
+    std::string_view help;  ///< one line: what it counts
 };
 
 /// Counts what the clients it observes do. Thread-safe: one instance may observe many clients
@@ -55,7 +55,9 @@ struct metric_family {
 /// is seen (a new path, with metrics_options::path_label).
 class ZKR_EXPORT metrics final : public observer {
 public:
+    /// Metrics without the path label.
     metrics();
+    /// Metrics recorded as `options` say.
     explicit metrics(metrics_options options);
     ~metrics() override;
     metrics(const metrics&) = delete;

@@ -62,16 +62,16 @@ ZKR_EXPORT const char* to_string(loss_reason r) noexcept;
 
 /// A request: `id` pairs its start, retries and end (unique within the client).
 struct request_info {
-    std::uint64_t id = 0;
-    zkr::operation operation = zkr::operation::exists;
+    std::uint64_t id = 0;                                ///< the same in the request's start, retries and end
+    zkr::operation operation = zkr::operation::exists;  ///< what it asks of the server
     std::string_view path{};  ///< its path (a transaction's first); valid during the call only
 };
 
 /// One acquisition, hold or leadership of a recipe: `id` pairs its events (acquire started,
 /// acquire finished, released or lost; unique within the client).
 struct recipe_info {
-    std::uint64_t id = 0;
-    recipe_kind recipe = recipe_kind::mutex;
+    std::uint64_t id = 0;                     ///< the same in an acquisition's events and its hold's (a latch's: all its own)
+    recipe_kind recipe = recipe_kind::mutex;  ///< which recipe
     std::string_view path{};  ///< the lock, semaphore or latch path; valid during the call only
 };
 
