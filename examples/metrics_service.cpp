@@ -1,12 +1,12 @@
 // metrics_service — a service whose zkr locks Prometheus can see: zkr::metrics as the clients'
 // observer, served on /metrics by prometheus-cpp's exposer beside the service's own metrics.
 //
-//   metrics_service [CONNECT] [--port P] [--check]
+//   metrics_service [CONNECT] [--port P] [--seconds S] [--check]
 //
 // Four workers take turns on one zkr::mutex (an order's stock, as in the README) and count their
 // sales in a metric of the service's own. Scrape http://localhost:P/metrics (default 9464) to see
 // zkr_lock_acquire_seconds, zkr_lock_hold_seconds, zkr_requests_total... beside orders_sold_total.
-// --check: sells 40 orders, scrapes its own /metrics once (port 0: any free port), checks that zkr's
+// --seconds: stops selling after S seconds (default: never). --check: sells 40 orders, scrapes its own /metrics once (port 0: any free port), checks that zkr's
 // numbers are there and add up, and exits (0 if they do); this is how ctest runs it.
 #include <zkr/metrics.hpp>
 #include <zkr/mutex.hpp>
@@ -67,10 +67,12 @@ int main(int argc, char** argv) try {
     std::string connect = std::getenv("ZK_CONNECT") ? std::getenv("ZK_CONNECT") : "127.0.0.1:2181";
     int port = 9464;
     bool check = false;
+    double seconds = 0;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         if (a == "--check") check = true;
         else if (a == "--port" && i + 1 < argc) port = std::stoi(argv[++i]);
+        else if (a == "--seconds" && i + 1 < argc) seconds = std::stod(argv[++i]);
         else connect = a;
     }
     if (check) port = 0;
@@ -93,12 +95,14 @@ int main(int argc, char** argv) try {
     std::cout << "metrics on http://127.0.0.1:" << exposer.GetListeningPorts().front() << "/metrics" << std::endl;
 
     std::string path = "/examples/metrics-service/stock-" + std::to_string(::getpid());
-    const int workers = 4, per_worker = check ? 10 : 1'000'000;
+    const int workers = 4, per_worker = check ? 10 : 1'000'000'000;
+    auto stop_at = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                          std::chrono::duration<double>(seconds > 0 ? seconds : 1e9));
     std::vector<std::thread> pool;
     for (int w = 0; w < workers; ++w) {
         pool.emplace_back([&] {
             zkr::mutex stock(client, path);
-            for (int i = 0; i < per_worker; ++i) {
+            for (int i = 0; i < per_worker && std::chrono::steady_clock::now() < stop_at; ++i) {
                 std::lock_guard hold(stock);
                 sold.Increment();
             }
