@@ -75,6 +75,20 @@ struct recording_observer : zkr::observer {
     }
 };
 
+// A lock held by another client, and an observed client that contends for it.
+struct held_elsewhere {
+    explicit held_elsewhere(const std::string& name)
+        : path(unique_path(name)), holder(test_options(test_connect_string())),
+          c(observed(test_options(test_connect_string()), metrics)), held(holder, path), m(c, path) {
+        held.lock();
+    }
+    std::shared_ptr<zkr::metrics> metrics = std::make_shared<zkr::metrics>();
+    std::string path;
+    zkr::client holder, c;
+    zkr::mutex held;  // the holder's
+    zkr::mutex m;     // the observed client's
+};
+
 }  // namespace
 
 TEST_CASE("observer: N lock cycles give N acquisitions and N hold observations", "[observer]") {
@@ -113,13 +127,8 @@ TEST_CASE("observer: N lock cycles give N acquisitions and N hold observations",
 }
 
 TEST_CASE("observer: a try_lock_for that times out counts as timed_out, a try that finds the lock taken too", "[observer]") {
-    auto metrics = std::make_shared<zkr::metrics>();
-    std::string connect = test_connect_string(), path = unique_path("observer-timeout");
-    zkr::client holder(test_options(connect));
-    zkr::client c(observed(test_options(connect), metrics));
-    zkr::mutex held(holder, path);
-    held.lock();
-    zkr::mutex m(c, path);
+    held_elsewhere lock("observer-timeout");
+    auto& [metrics, path, holder, c, held, m] = lock;
     CHECK_FALSE(m.try_lock_for(200ms));
     CHECK_FALSE(m.try_lock());
     REQUIRE(c.flush_observer(10s));
@@ -200,6 +209,24 @@ TEST_CASE("observer: a semaphore's leases are acquisitions and holds of their ow
     CHECK(value(*metrics, "zkr_lock_acquire_seconds_count", {{"recipe", "mutex"}}) == 0);
 }
 
+TEST_CASE("observer: a semaphore acquisition of several leases holds that many, each released on its own", "[observer]") {
+    auto metrics = std::make_shared<zkr::metrics>();
+    zkr::client c(observed(test_options(test_connect_string()), metrics));
+    zkr::semaphore s(c, unique_path("observer-leases"), 3);
+    auto leases = s.acquire(2);
+    REQUIRE(leases.size() == 2);
+    REQUIRE(c.flush_observer(10s));
+    CHECK(value(*metrics, "zkr_lock_held", {{"recipe", "semaphore"}}) == 2);
+    CHECK(value(*metrics, "zkr_lock_acquire_seconds_count", {{"recipe", "semaphore"}, {"outcome", "acquired"}}) == 1);
+    leases.front().release();
+    REQUIRE(c.flush_observer(10s));
+    CHECK(value(*metrics, "zkr_lock_held", {{"recipe", "semaphore"}}) == 1);
+    leases.clear();
+    REQUIRE(c.flush_observer(10s));
+    CHECK(value(*metrics, "zkr_lock_held", {{"recipe", "semaphore"}}) == 0);
+    CHECK(value(*metrics, "zkr_lock_hold_seconds_count", {{"recipe", "semaphore"}}) == 2);
+}
+
 TEST_CASE("observer: a leader latch's leadership is gained and given up", "[observer]") {
     auto metrics = std::make_shared<zkr::metrics>();
     zkr::client c(observed(test_options(test_connect_string()), metrics));
@@ -237,13 +264,8 @@ TEST_CASE("observer: a leader selector's terms are leaderships gained and given 
 }
 
 TEST_CASE("observer: reading a lock's queue reports its depth", "[observer]") {
-    auto metrics = std::make_shared<zkr::metrics>();
-    std::string connect = test_connect_string(), path = unique_path("observer-depth");
-    zkr::client holder(test_options(connect));
-    zkr::client c(observed(test_options(connect), metrics));
-    zkr::mutex held(holder, path);
-    held.lock();
-    zkr::mutex m(c, path);
+    held_elsewhere lock("observer-depth");
+    auto& [metrics, path, holder, c, held, m] = lock;
     CHECK(m.participants().size() == 1);
     REQUIRE(c.flush_observer(10s));
     CHECK(value(*metrics, "zkr_lock_queue_depth", {{"recipe", "mutex"}}) == 1);
@@ -382,7 +404,7 @@ TEST_CASE("observer: a hook that throws is caught, reported once, and hurts noth
           }) == 1);
 }
 
-TEST_CASE("observer: a hook that blocks stalls no lock, no request and no close; what overflows is dropped and counted",
+TEST_CASE("observer: a hook that blocks stalls no lock, no request and no close, and what overflows is dropped and counted",
           "[observer]") {
     auto blocker = std::make_shared<blocking_observer>();
     zkr::client c(observed(test_options(test_connect_string()), blocker));
@@ -395,6 +417,14 @@ TEST_CASE("observer: a hook that blocks stalls no lock, no request and no close;
         m.unlock();
     }
     CHECK_FALSE(c.flush_observer(100ms));  // still stuck
+    // A flush waits for what was queued when it was called, however many events are dropped
+    // meanwhile (counting drops as handed over made it return true here).
+    auto flushing = std::async(std::launch::async, [&] { return c.flush_observer(5s); });
+    for (int i = 0; i < 1000; ++i) {
+        REQUIRE(m.try_lock_for(10s));
+        m.unlock();
+    }
+    CHECK_FALSE(flushing.get());
     blocker->let_go();
     REQUIRE(c.flush_observer(30s));
     CHECK(blocker->dropped > 0);

@@ -68,6 +68,8 @@ observe-no-retry~src/client_impl.cpp~    if (r->observe_id != 0)\n        observ
 observe-hook-throw-escapes~src/observer_channel.cpp~    } catch (...) {\n        if (!std::exchange(throw_reported_, true))~    } catch (const int&) {\n        throw;\n    } catch (...) {\n        if (!std::exchange(throw_reported_, true))~integration:observer: a hook that throws*
 observe-label-unescaped~src/metrics.cpp~        if (c == '\\') out += "\\\\";~        if (false) out += "\\\\";~unit:[metrics]
 observe-semaphore-mutex-counted~recipes/semaphore/semaphore.cpp~                                            self->mutex_held(ec, std::move(claim));\n                                        });~                                            self->mutex_held(ec, std::move(claim));\n                                        }, recipe_kind::mutex);~integration:observer: a semaphore's leases*
+observe-flush-counts-drops~src/observer_channel.cpp~            ++dropped_;  // neither queued nor handed over: flush() waits for neither~            ++dropped_; ++pushed_; ++handed_;~integration:observer: a hook that blocks*
+observe-leases-as-one-hold~src/metrics.cpp~    if (o == acquire_outcome::acquired) s.held += static_cast<std::int64_t>(r.holds);~    if (o == acquire_outcome::acquired) ++s.held;~integration:observer: a semaphore acquisition of several leases*
 EOF
 )
 

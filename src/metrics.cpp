@@ -105,20 +105,14 @@ const char* result_name(std::size_t i) {
     return named_results[i - 1].second;
 }
 
-const char* state_name(std::size_t i) {
-    static constexpr const char* names[states] = {"connecting", "connected", "suspended", "reconnected", "lost", "closed"};
-    return i < states ? names[i] : "unknown";
-}
+// In the order of their series.
+constexpr connection_state all_states[states] = {connection_state::connecting, connection_state::connected,
+                                                 connection_state::suspended, connection_state::reconnected,
+                                                 connection_state::lost, connection_state::closed};
 
 std::size_t state_index(connection_state s) {
-    switch (s) {
-        case connection_state::connecting: return 0;
-        case connection_state::connected: return 1;
-        case connection_state::suspended: return 2;
-        case connection_state::reconnected: return 3;
-        case connection_state::lost: return 4;
-        case connection_state::closed: return 5;
-    }
+    for (std::size_t i = 0; i < states; ++i)
+        if (all_states[i] == s) return i;
     return 0;
 }
 
@@ -233,15 +227,24 @@ struct metrics::state {
 
     std::array<recipe_series, recipes> by_recipe;  // without the path label
     mutable std::mutex paths_mutex;                // with it: made on first use, never removed
-    std::map<std::pair<std::size_t, std::string>, std::unique_ptr<recipe_series>, std::less<>> by_path;
+    // Looked up by (recipe, string_view): a path seen before costs no allocation.
+    struct path_key_less {
+        using is_transparent = void;
+        template <class A, class B>
+        bool operator()(const A& a, const B& b) const {
+            return std::pair<std::size_t, std::string_view>(a.first, a.second) <
+                   std::pair<std::size_t, std::string_view>(b.first, b.second);
+        }
+    };
+    std::map<std::pair<std::size_t, std::string>, std::unique_ptr<recipe_series>, path_key_less> by_path;
 
     recipe_series& series(const recipe_info& r) {
         auto kind = static_cast<std::size_t>(r.recipe) % recipes;
         if (!options.path_label) return by_recipe[kind];
         std::lock_guard lock(paths_mutex);
-        auto key = std::make_pair(kind, std::string(r.path));
-        auto it = by_path.find(key);
-        if (it == by_path.end()) it = by_path.emplace(std::move(key), std::make_unique<recipe_series>()).first;
+        auto it = by_path.find(std::pair<std::size_t, std::string_view>(kind, r.path));
+        if (it == by_path.end())
+            it = by_path.emplace(std::make_pair(kind, std::string(r.path)), std::make_unique<recipe_series>()).first;
         return *it->second;
     }
 };
@@ -269,7 +272,7 @@ void metrics::on_acquire_finished(const recipe_info& r, acquire_outcome o, std::
     auto& s = state_->series(r);
     --s.waiters;
     s.acquire[static_cast<std::size_t>(o) % outcomes].observe(seconds(wait));
-    if (o == acquire_outcome::acquired) ++s.held;
+    if (o == acquire_outcome::acquired) s.held += static_cast<std::int64_t>(r.holds);
 }
 void metrics::on_released(const recipe_info& r, std::chrono::nanoseconds held) {
     auto& s = state_->series(r);
@@ -312,7 +315,7 @@ metrics_snapshot metrics::snapshot() const {
     const auto& st = *state_;
 
     for (std::size_t i = 0; i < states; ++i)
-        sample("zkr_connection_state_changes_total", {{"state", state_name(i)}}, static_cast<double>(st.state_changes[i].load()));
+        sample("zkr_connection_state_changes_total", {{"state", to_string(all_states[i])}}, static_cast<double>(st.state_changes[i].load()));
     sample("zkr_session_expirations_total", {}, static_cast<double>(st.expirations.load()));
     for (std::size_t op = 0; op < operations; ++op) {
         for (std::size_t r = 0; r < results; ++r) {

@@ -26,10 +26,9 @@ observer_channel::~observer_channel() = default;
 
 void observer_channel::stop() {
     std::unique_lock lock(mutex_);
-    if (!stopping_) {
-        stopping_ = true;
-        wake_.notify_all();
-    }
+    if (stopping_) return;  // waited for once already
+    stopping_ = true;
+    wake_.notify_all();
     if (drained_.wait_for(lock, stop_bound, [&] { return finished_; })) return;
     // A hook that blocks: its thread hands over what is left and ends whenever it returns.
     auto left = size_;
@@ -50,10 +49,8 @@ void observer_channel::push(kind k, std::string_view path, Fill&& fill) {
     {
         std::lock_guard lock(mutex_);
         if (stopping_ || size_ == ring_.size()) {
-            ++dropped_;
+            ++dropped_;  // neither queued nor handed over: flush() waits for neither
             ++dropped_unreported_;
-            ++pushed_;
-            ++handed_;  // nothing to wait for: flush() must not wait on it
             return;
         }
         event& e = ring_[(head_ + size_) % ring_.size()];
@@ -121,6 +118,7 @@ void observer_channel::acquire_finished(const recipe_info& r, acquire_outcome o,
         fill_recipe(e, r);
         e.detail = static_cast<std::uint8_t>(o);
         e.duration = wait;
+        e.number = static_cast<std::int64_t>(r.holds);
     });
 }
 
@@ -213,7 +211,8 @@ void observer_channel::deliver(const event& e) {
     try {
         auto& o = *observer_;
         request_info req{e.id, static_cast<operation>(e.sub), e.path};
-        recipe_info rec{e.id, static_cast<recipe_kind>(e.sub), e.path};
+        recipe_info rec{e.id, static_cast<recipe_kind>(e.sub), e.path,
+                        e.k == kind::acquire_finished ? static_cast<std::size_t>(e.number) : 0};
         switch (e.k) {
             case kind::state: o.on_connection_state(static_cast<connection_state>(e.detail), e.number); break;
             case kind::expired: o.on_session_expired(e.number); break;

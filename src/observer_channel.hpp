@@ -61,7 +61,8 @@ public:
     /// timeout passed. False on timeout.
     bool flush(std::chrono::milliseconds timeout);
     /// Lets the thread hand over what is queued and end, waiting up to stop_bound for it (a hook
-    /// that blocks longer gets the rest when it returns). Idempotent; later events are dropped.
+    /// that blocks longer gets the rest when it returns). Later calls return at once; later events
+    /// are dropped.
     void stop();
     /// Events dropped so far (the ring was full, or the channel stopped).
     std::uint64_t dropped() const;
@@ -94,7 +95,7 @@ private:
     std::condition_variable wake_, drained_;
     std::vector<event> ring_;
     std::size_t head_ = 0, size_ = 0;
-    std::uint64_t pushed_ = 0, handed_ = 0;  // events queued / handed over (or dropped) so far
+    std::uint64_t pushed_ = 0, handed_ = 0;  // events queued / handed over so far (in order: FIFO)
     std::uint64_t dropped_ = 0, dropped_unreported_ = 0;
     bool sleeping_ = false, stopping_ = false, finished_ = false;
     bool throw_reported_ = false, drop_reported_ = false;  // observer thread only

@@ -73,6 +73,9 @@ struct recipe_info {
     std::uint64_t id = 0;                     ///< the same in an acquisition's events and its hold's (a latch's: all its own)
     recipe_kind recipe = recipe_kind::mutex;  ///< which recipe
     std::string_view path{};  ///< the lock, semaphore or latch path; valid during the call only
+    /// In on_acquire_finished() with acquire_outcome::acquired: the holds it made, each released or
+    /// lost on its own later (a semaphore's leases; 1 for a lock). 0 otherwise.
+    std::size_t holds = 0;
 };
 
 /// Receives what a client does. Every hook has a no-op default: override the ones you need.
@@ -88,7 +91,10 @@ struct recipe_info {
 /// through zkr::log). A hook that throws has its exception caught and reported once through
 /// zkr::log; the session is not affected. Hooks may be declared noexcept.
 ///
-/// Durations are measured with std::chrono::steady_clock in the client.
+/// Events are handed over in batches, up to 10 ms after they happen (durations are measured when
+/// they happen, with std::chrono::steady_clock); client::flush_observer() waits for them (not from
+/// a hook: that waits out its timeout). Once events were dropped, gauges built from them (holds,
+/// waiters, leaders standing) may stay off by what was dropped.
 class ZKR_EXPORT observer {
 public:
     virtual ~observer();
@@ -100,7 +106,7 @@ public:
     /// partition is only a connection_state::lost).
     virtual void on_session_expired(std::int64_t session) { (void)session; }
 
-    /// A request is sent for the first time.
+    /// A request is made: sent, or held until there is a connection (its end follows in any case).
     virtual void on_request_started(const request_info& request) { (void)request; }
     /// A request failed with `cause` and will be sent again after `backoff` (attempt 1 is the
     /// first retry).
@@ -115,7 +121,8 @@ public:
     }
 
     /// An acquisition started (lock(), try_lock(), try_lock_for(), async_lock(); a semaphore's
-    /// acquire). A re-entry of a hold this owner has already is not an acquisition.
+    /// acquire). A re-entry of a hold this owner has already is not an acquisition, nor is a try
+    /// refused at once (the client closed, or a try while the connection is down).
     virtual void on_acquire_started(const recipe_info& recipe) { (void)recipe; }
     /// The acquisition ended after waiting `wait`.
     virtual void on_acquire_finished(const recipe_info& recipe, acquire_outcome outcome, std::chrono::nanoseconds wait) {

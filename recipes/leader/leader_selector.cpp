@@ -328,9 +328,12 @@ private:
 
     // Under the mutex: marks the running term stopping; returns it unless there is none or it
     // was stopping already.
+    // The observer hears the leadership end here, not when the work returns: the work may take
+    // its time to stop (or outlive the client), the leadership is over.
     std::shared_ptr<term> begin_stop_locked() {
         if (!term_ || term_->stopping) return nullptr;
         term_->stopping = true;
+        observe_locked(false);
         return term_;
     }
 
@@ -349,7 +352,7 @@ private:
             std::lock_guard lock(mutex_);
             if (term_ != t) return;
             term_.reset();
-            observe_locked(false);
+            if (!t->stopping) observe_locked(false);  // the work returned on its own; else told at the stop
             again = !closed_ && (options_.auto_requeue || std::exchange(requeue_after_term_, false));
         }
         monitor_->monitor(nullptr);

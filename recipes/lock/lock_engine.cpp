@@ -49,7 +49,9 @@ std::shared_ptr<lock_engine::runner> lock_engine::acquire(queue_options options,
     }
     auto tell = [observer, observe_id, started, recipe = observed.value_or(recipe_kind::mutex)](
                     const std::string& path, acquire_outcome outcome) {
-        if (observer) observer->acquire_finished({observe_id, recipe, path}, outcome, std::chrono::steady_clock::now() - started);
+        if (observer)
+            observer->acquire_finished({observe_id, recipe, path, outcome == acquire_outcome::acquired ? 1u : 0u}, outcome,
+                                       std::chrono::steady_clock::now() - started);
     };
     runner::hooks hooks;
     auto self = shared_from_this();

@@ -129,10 +129,13 @@ public:
                       std::optional<std::chrono::steady_clock::time_point> deadline, semaphore_impl::done_fn done)
         : sem_(std::move(s)), count_(count), once_(once), deadline_(deadline), done_(std::move(done)) {}
 
-    /// The client's observer sees this acquisition as `id` (set before start()).
+    /// The client's observer sees this acquisition as `id` (set before start(); its start is told
+    /// already): its end is told before any of its leases is a hold (whose loss the observer may
+    /// then hear of), and only if the acquisition is still unanswered.
     void observe(std::shared_ptr<observer_channel> observer, std::uint64_t id) {
         observer_ = std::move(observer);
         observe_id_ = id;
+        observe_started_ = std::chrono::steady_clock::now();
     }
 
     void start() {
@@ -225,9 +228,16 @@ private:
         if (!d) return answer(reason, {});  // given up: deadline or cancellation
         if (d->acquired) {
             std::vector<std::shared_ptr<hold>> made;
+            bool unanswered;
+            {
+                std::lock_guard lock(mutex_);
+                unanswered = done_ != nullptr;  // answer() below takes it: nothing else answers meanwhile
+            }
+            bool observed = observer_ && unanswered;
+            if (observed) tell(acquire_outcome::acquired, d->nodes.size());
             for (const auto& node : d->nodes) {
                 auto h = std::make_shared<hold>(sem_->path_, node, d->session, 0);
-                if (observer_) h->observe(observer_, recipe_kind::semaphore, observe_id_);
+                if (observed) h->observe(observer_, recipe_kind::semaphore, observe_id_);
                 sem_->holds_->add(h);
                 made.push_back(std::move(h));
             }
@@ -253,12 +263,20 @@ private:
         if (claim) sem_->engine_->release_all(claim, std::nullopt);
     }
 
+    void tell(acquire_outcome outcome, std::size_t holds) {
+        observer_->acquire_finished({observe_id_, recipe_kind::semaphore, sem_->path_, holds}, outcome,
+                                    std::chrono::steady_clock::now() - observe_started_);
+    }
+
     void answer(error_code ec, std::vector<std::shared_ptr<hold>> made) {
         semaphore_impl::done_fn done;
         {
             std::lock_guard lock(mutex_);
             done = std::exchange(done_, nullptr);
         }
+        // Acquired: told in leases_done(), before the leases became holds. Else: not acquired.
+        // No error and nothing made: a try found too few leases free.
+        if (done && observer_ && made.empty()) tell(ec ? outcome_of(ec) : acquire_outcome::timed_out, 0);
         if (done) done(ec, std::move(made));
         else for (auto& h : made) sem_->release(h);  // answered already: nobody owns them
     }
@@ -266,6 +284,7 @@ private:
     std::shared_ptr<semaphore_impl> sem_;
     std::shared_ptr<observer_channel> observer_;
     std::uint64_t observe_id_ = 0;
+    std::chrono::steady_clock::time_point observe_started_{};
     const int count_;
     const bool once_;
     const std::optional<std::chrono::steady_clock::time_point> deadline_;
@@ -286,13 +305,6 @@ void semaphore_impl::acquire(int count, bool once, std::optional<std::chrono::st
     if (observer) {
         id = observer->next_id();
         observer->acquire_started({id, recipe_kind::semaphore, path_});
-        done = [observer, id, path = path_, started = std::chrono::steady_clock::now(), done = std::move(done)](
-                   error_code ec, std::vector<std::shared_ptr<hold>> made) {
-            // No error and nothing made: a try found too few leases free.
-            auto outcome = !made.empty() ? acquire_outcome::acquired : ec ? outcome_of(ec) : acquire_outcome::timed_out;
-            observer->acquire_finished({id, recipe_kind::semaphore, path}, outcome, std::chrono::steady_clock::now() - started);
-            done(ec, std::move(made));
-        };
     }
     auto a = std::make_shared<lease_acquisition>(shared_from_this(), count, once, deadline, std::move(done));
     if (observer) a->observe(observer, id);

@@ -160,7 +160,7 @@ double sum(const parsed_text& t, const std::string& name, std::map<std::string, 
 
 TEST_CASE("metrics: the Prometheus text follows the exposition format, line by line", "[unit][metrics]") {
     zkr::metrics m;
-    zkr::recipe_info lock{1, zkr::recipe_kind::mutex, "/locks/a"};
+    zkr::recipe_info lock{1, zkr::recipe_kind::mutex, "/locks/a", 1};
     m.on_connection_state(zkr::connection_state::connected, 7);
     m.on_request_finished({2, zkr::operation::create, "/locks/a/x"}, {}, 3ms);
     m.on_request_finished({3, zkr::operation::remove, "/x"}, zkr::make_error_code(zkr::errc::no_node), 1ms);
@@ -204,7 +204,7 @@ TEST_CASE("metrics: the Prometheus text follows the exposition format, line by l
 TEST_CASE("metrics: label values with quotes, backslashes and line feeds are escaped", "[unit][metrics]") {
     zkr::metrics m(zkr::metrics_options{.path_label = true});
     std::string odd = "/locks/a\"b\\c\nd";
-    zkr::recipe_info lock{1, zkr::recipe_kind::write_lock, odd};
+    zkr::recipe_info lock{1, zkr::recipe_kind::write_lock, odd, 1};
     m.on_acquire_started(lock);
     m.on_acquire_finished(lock, zkr::acquire_outcome::acquired, 1ms);
     m.on_acquire_started({2, zkr::recipe_kind::write_lock, "/locks/plain"});
@@ -217,6 +217,21 @@ TEST_CASE("metrics: label values with quotes, backslashes and line feeds are esc
     CHECK(m.snapshot().value("zkr_lock_held", {{"recipe", "write_lock"}, {"path", odd}}) == 1);
 }
 
+TEST_CASE("metrics: an acquisition of several leases is as many holds, each released on its own", "[unit][metrics]") {
+    zkr::metrics m;
+    zkr::recipe_info leases{1, zkr::recipe_kind::semaphore, "/s", 3};
+    m.on_acquire_started(leases);
+    m.on_acquire_finished(leases, zkr::acquire_outcome::acquired, 1ms);
+    CHECK(m.snapshot().value("zkr_lock_held", {{"recipe", "semaphore"}}) == 3);
+    m.on_released(leases, 1ms);
+    m.on_lost(leases, zkr::loss_reason::session, 1ms);
+    m.on_released(leases, 1ms);
+    auto s = m.snapshot();
+    CHECK(s.value("zkr_lock_held", {{"recipe", "semaphore"}}) == 0);
+    CHECK(s.value("zkr_lock_hold_seconds_count", {{"recipe", "semaphore"}}) == 3);
+    CHECK(s.value("zkr_lock_acquire_seconds_count", {{"recipe", "semaphore"}}) == 1);
+}
+
 TEST_CASE("metrics: hooks called from many threads at once lose no count", "[unit][metrics]") {
     zkr::metrics m;
     constexpr int threads = 4, each = 20000;
@@ -224,7 +239,7 @@ TEST_CASE("metrics: hooks called from many threads at once lose no count", "[uni
     for (int t = 0; t < threads; ++t) {
         pool.emplace_back([&m, t] {
             for (int i = 0; i < each; ++i) {
-                zkr::recipe_info r{static_cast<std::uint64_t>(t * each + i), zkr::recipe_kind::mutex, "/l"};
+                zkr::recipe_info r{static_cast<std::uint64_t>(t * each + i), zkr::recipe_kind::mutex, "/l", 1};
                 m.on_acquire_started(r);
                 m.on_acquire_finished(r, zkr::acquire_outcome::acquired, 1ms);
                 m.on_released(r, 1ms);
