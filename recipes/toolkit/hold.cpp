@@ -3,6 +3,7 @@
 #include "zkr/log.hpp"
 
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 namespace zkr::detail {
 namespace asio = boost::asio;
@@ -25,7 +26,28 @@ void hold_registry::add(const std::shared_ptr<hold>& h) {
         std::lock_guard lock(mutex_);
         holds_.insert(h);
     }
-    watch_node(h);
+    // The watch costs the server a request, and a short hold never needs it: it is sent once the
+    // hold has lasted own_watch_delay (its release first: never). At once when the czxid is still
+    // to be read (a lease's: its fencing token waits for the watch's answer).
+    auto port = port_.lock();
+    if (!port) return;
+    if (h->czxid == 0 || own_watch_delay.count() == 0) return watch_node(h);
+    auto timer = std::make_shared<asio::steady_timer>(port->threads()->session, own_watch_delay);
+    std::weak_ptr<hold_registry> weak_self = weak_from_this();
+    std::weak_ptr<hold> weak_hold = h;
+    // A fresh timer, touched only here and by its own handler; the runtime it runs on is kept
+    // while it waits.
+    timer->async_wait([timer, threads = port->threads(), weak_self, weak_hold](boost::system::error_code ec) {
+        if (ec) return;
+        auto self = weak_self.lock();
+        auto h = weak_hold.lock();
+        if (!self || !h) return;
+        {
+            std::lock_guard lock(self->mutex_);
+            if (h->released || h->lost) return;
+        }
+        self->watch_node(h);
+    });
 }
 
 void hold_registry::watch_node(const std::shared_ptr<hold>& h) {

@@ -2,7 +2,8 @@
 // latch's leadership. It stands while the node's session lives and the node exists, and the
 // hold registry (one per client) says so, live: held, uncertain (the connection is suspect), or
 // lost — with its session, or as soon as anyone deletes its node (an operator, a cleanup script,
-// `zklock release-stale` aimed at the wrong session): every hold watches its own node.
+// `zklock release-stale` aimed at the wrong session): every hold that lasts past own_watch_delay
+// watches its own node (a shorter one is released before the watch would be worth its request).
 //
 // Loss is learned on the session thread (session events) or on the C client's completion thread
 // (the node's watch); the registry marks the hold lost there, before any user code hears of it,
@@ -79,13 +80,19 @@ private:
 
 class hold_registry : public std::enable_shared_from_this<hold_registry> {
 public:
+    /// How long a hold lasts before its own-node watch is sent (issue 32): a shorter hold costs the
+    /// server no watch request (an uncontended lock cycle: create, listing, delete); a longer one
+    /// learns of its node's deletion within this bound plus a round trip of the deletion.
+    static constexpr std::chrono::milliseconds own_watch_delay{50};
+
     explicit hold_registry(session_port& port);
     void attach();  // per_client(): subscribes to session events
     static std::shared_ptr<hold_registry> of(session_port& port) { return per_client<hold_registry>(port); }
 
-    /// Starts reporting `h`, and watches its node: the watch is sent now, after anything the
-    /// caller sent for that node before (the holding mark), costing no round trip on the way to
-    /// the hold. A node already gone makes the hold lost at once.
+    /// Starts reporting `h`, and watches its node: the watch is sent once the hold has lasted
+    /// own_watch_delay (at once if its czxid is not known yet), after anything the caller sent for
+    /// that node before (the holding mark), costing no round trip on the way to the hold. A node
+    /// already gone makes the hold lost when the watch's answer says so.
     void add(const std::shared_ptr<hold>& h);
     /// Stops reporting `h`, before its node is deleted: its waiters complete with
     /// errc::cancelled. False if it was released already. `was_lost`: it had been lost.
