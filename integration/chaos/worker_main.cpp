@@ -5,7 +5,9 @@
 // (/chaos-counters/w<ID>, a zkr::atomic_long each). It runs until its stdin closes, then checks its
 // cache against the server and its registration ("cache ok", or an error line), and its counter
 // against the increments it was told were applied ("counter ok", or an error line: one applied
-// twice, or one reported applied and missing).
+// twice, or one reported applied and missing), and its zkr::metrics (the client's observer)
+// against the holds it made ("metrics ok": every hold counted once as acquired and once as
+// ended, nothing left held or waiting, no event dropped).
 //
 // Usage: zkr_chaos_worker ID CONNECT SESSION_MS THREADS FENCE_PORT SEED
 //
@@ -24,6 +26,7 @@
 #include "zkr/atomic.hpp"
 #include "zkr/client.hpp"
 #include "zkr/log.hpp"
+#include "zkr/metrics.hpp"
 #include "zkr/mutex.hpp"
 #include "zkr/persistent_node.hpp"
 #include "zkr/shared_mutex.hpp"
@@ -310,6 +313,26 @@ void check_counter(zkr::client& c, const std::string& path, const counter_tally&
     say("error counter after 12 s: " + why);
 }
 
+// Once every thread is done: the metrics say what the threads did, through every fault.
+void check_metrics(zkr::client& c, const zkr::metrics& metrics, long holds) {
+    if (!c.flush_observer(std::chrono::seconds(10))) {
+        say("error metrics: the observer did not catch up within 10 s");
+        return;
+    }
+    auto s = metrics.snapshot();
+    auto acquired = s.value("zkr_lock_acquire_seconds_count", {{"outcome", "acquired"}});
+    auto ended = s.value("zkr_lock_hold_seconds_count");
+    auto held = s.value("zkr_lock_held"), waiting = s.value("zkr_lock_waiters");
+    auto dropped = s.value("zkr_observer_events_dropped_total");
+    auto lost = s.value("zkr_lock_lost_total");
+    std::string figures = "acquired=" + std::to_string(static_cast<long>(acquired)) + " holds=" + std::to_string(holds) +
+                          " ended=" + std::to_string(static_cast<long>(ended)) + " lost=" + std::to_string(static_cast<long>(lost)) +
+                          " held=" + std::to_string(static_cast<long>(held)) + " waiting=" + std::to_string(static_cast<long>(waiting)) +
+                          " dropped=" + std::to_string(static_cast<long>(dropped));
+    bool ok = acquired == static_cast<double>(holds) && ended == acquired && held == 0 && waiting == 0 && dropped == 0;
+    say(ok ? "metrics ok " + figures : "error metrics " + figures);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -326,6 +349,8 @@ int main(int argc, char** argv) {
     std::uint64_t seed = std::strtoull(argv[6], nullptr, 10);
 
     zkr::log::set_threshold(zkr::log::level::error);  // the driver's output stays readable
+    auto metrics = std::make_shared<zkr::metrics>();
+    o.observer = metrics;
     zkr::client c(o);
     c.wait_connected(std::chrono::seconds(30));
     zkr::mutex m(c, "/chaos/m");
@@ -363,6 +388,7 @@ int main(int argc, char** argv) {
     memory.join();
     check_watch_recipes(c, cache, registration);
     check_counter(c, counter_path, counted);
+    check_metrics(c, *metrics, t.holds);
     say("stats holds=" + std::to_string(t.holds) + " writes=" + std::to_string(t.writes) +
         " refused=" + std::to_string(t.refused) + " probes=" + std::to_string(t.probes) +
         " errors=" + std::to_string(t.errors));
