@@ -5,6 +5,7 @@
 #include "toolkit/hold.hpp"
 #include "zkr/client.hpp"
 #include "zkr/mutex.hpp"
+#include "zkr/semaphore.hpp"
 #include "zkr/testkit.hpp"
 
 #include <catch2/catch.hpp>
@@ -58,4 +59,62 @@ TEST_CASE("server cost: an uncontended lock cycle shorter than the own-node watc
     other.remove(node);
     CHECK(eventually([&] { return m.state() == zkr::lock_state::lost; }));
     m.unlock();
+}
+
+TEST_CASE("server cost: an uncontended semaphore cycle costs 6 requests; a fencing token asked for sends the lease's "
+          "watch once, and a lease that lasts learns of its node's deletion",
+          "[server_cost][semaphore]") {
+    const auto delay = zkr::detail::hold_registry::own_watch_delay;
+    std::string path = unique_path("cost-sem");
+    zkr::testkit::proxy proxy(first_server(test_connect_string()));
+    zkr::client c(test_options(proxy.address()));
+    zkr::semaphore s(c, path, 3);
+    s.acquire().release();  // the parents are made once, here
+    auto creates = [&] { return proxy.requests_seen(op::create) + proxy.requests_seen(op::create2); };
+    auto listings = [&] { return proxy.requests_seen(op::get_children2) + proxy.requests_seen(op::get_children); };
+    auto lock_listings = [&] { return proxy.requests_seen(op::get_children2, path + "/locks"); };
+    auto lease_listings = [&] { return proxy.requests_seen(op::get_children2, path + "/leases"); };
+    auto deletes = [&] { return proxy.requests_seen(op::remove); };
+    auto multis = [&] { return proxy.requests_seen(op::multi); };
+    REQUIRE(eventually([&] { return deletes() == 2; }));  // the first cycle's mutex node and lease
+    auto creates0 = creates(), listings0 = listings(), locks0 = lock_listings(), leases0 = lease_listings();
+    auto deletes0 = deletes(), multis0 = multis(), exists0 = proxy.requests_seen(op::exists);
+
+    constexpr std::size_t n = 20;
+    std::size_t short_cycles = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        auto before = std::chrono::steady_clock::now();
+        s.acquire().release();
+        if (std::chrono::steady_clock::now() - before < delay) ++short_cycles;
+    }
+    REQUIRE(eventually([&] { return deletes() - deletes0 == 2 * n; }));
+    // The mutex node's create and listing, the lease's transaction and the leases' listing, two deletes.
+    CHECK(creates() - creates0 == n);
+    CHECK(multis() - multis0 == n);
+    CHECK(lock_listings() - locks0 == n);
+    CHECK(lease_listings() - leases0 == n);
+    CHECK(proxy.requests_seen(op::exists) == exists0);
+    // Listings of anything else are own-node watches (the mutex node's, the lease's): only for
+    // holds that lasted the delay.
+    REQUIRE(short_cycles > 0);
+    CHECK(listings() - listings0 - 2 * n <= 2 * (n - short_cycles));
+
+    // A fencing token asked for at once: the lease's watch reads it (sent now, not after the
+    // delay), and it is the node's czxid.
+    zkr::client other(test_options(test_connect_string()));
+    auto first = s.acquire();
+    auto token = first.fencing_token();
+    CHECK(token == other.exists(first.node_path()).stat.czxid);
+    CHECK(proxy.requests_seen(op::get_children2, first.node_path()) == 1);
+    // A second lease taken after it: once its own watch is sent (its delay ran out), so had the
+    // first's delay, whose end sent nothing more.
+    auto second = s.acquire();
+    REQUIRE(eventually([&] { return proxy.requests_seen(op::get_children2, second.node_path()) == 1; }));
+    CHECK(proxy.requests_seen(op::get_children2, first.node_path()) == 1);
+    CHECK(second.fencing_token() == other.exists(second.node_path()).stat.czxid);
+
+    // A lease that lasts learns of its node's deletion.
+    other.remove(second.node_path());
+    CHECK(eventually([&] { return second.state() == zkr::lock_state::lost; }));
+    CHECK(first.state() == zkr::lock_state::held);
 }

@@ -70,8 +70,9 @@ observe-label-unescaped~src/metrics.cpp~        if (c == '\\') out += "\\\\";~  
 observe-semaphore-mutex-counted~recipes/semaphore/semaphore.cpp~                                            self->mutex_held(ec, std::move(claim));\n                                        });~                                            self->mutex_held(ec, std::move(claim));\n                                        }, recipe_kind::mutex);~integration:observer: a semaphore's leases*
 observe-flush-counts-drops~src/observer_channel.cpp~            ++dropped_;  // neither queued nor handed over: flush() waits for neither~            ++dropped_; ++pushed_; ++handed_;~integration:observer: a hook that blocks*
 observe-leases-as-one-hold~src/metrics.cpp~    if (o == acquire_outcome::acquired) s.held += static_cast<std::int64_t>(r.holds);~    if (o == acquire_outcome::acquired) ++s.held;~integration:observer: a semaphore acquisition of several leases*
-own-watch-not-delayed~recipes/toolkit/hold.cpp~    if (h->czxid == 0 || own_watch_delay.count() == 0) return watch_node(h);~    if ((true)) return watch_node(h);~integration:[server_cost]
-own-watch-never-sent~recipes/toolkit/hold.cpp~            if (h->released || h->lost) return;\n        }\n        self->watch_node(h);~            if (h->released || h->lost) return;\n        }\n        (void)self;~integration:[server_cost]
+own-watch-not-delayed~recipes/toolkit/hold.cpp~    if (own_watch_delay.count() == 0) return send_watch_once(h);~    if ((true)) return send_watch_once(h);~integration:[server_cost]
+own-watch-never-sent~recipes/toolkit/hold.cpp~        if (self && h) self->send_watch_once(h);~        (void)self;~integration:[server_cost]
+own-watch-sent-twice~recipes/toolkit/hold.cpp~        if (h->released || h->lost || std::exchange(h->watch_sent, true)) return;~        if (h->released || h->lost) return;~integration:[server_cost]
 EOF
 )
 

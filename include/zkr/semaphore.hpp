@@ -73,8 +73,9 @@ public:
     /// Until when the lease is certainly still ours (the session's lease), while state() is held.
     std::chrono::steady_clock::time_point valid_until() const;
     /// The lease node's czxid: ensemble-wide and increasing. A lease's node is made in a
-    /// transaction whose reply carries no czxid: the first call may wait (a round trip at most,
-    /// bounded by the session timeout) for the lease's own watch to have read it. Throws
+    /// transaction whose reply carries no czxid: the lease's own-node watch reads it. That watch
+    /// is sent once the lease has lasted 50 ms, or by the first call here if that comes sooner;
+    /// the first call waits for its answer (a round trip, bounded by the session timeout). Throws
     /// zkr::system_error(errc::not_owner) when empty, errc::lock_lost when it could not be read.
     std::int64_t fencing_token() const;
     /// The lease node. Throws errc::not_owner when empty.

@@ -68,7 +68,7 @@ public:
         cleanup_->guaranteed_delete(h->node_path);
     }
 
-    std::int64_t fencing_token(const hold& h) const {
+    std::int64_t fencing_token(const std::shared_ptr<hold>& h) const {
         auto port = port_.lock();
         auto bound = port ? port->session_timeout() : std::chrono::milliseconds(0);
         return holds_->fencing_token(h, bound);
@@ -387,7 +387,7 @@ std::chrono::steady_clock::time_point lease::valid_until() const {
 
 std::int64_t lease::fencing_token() const {
     check();
-    auto token = semaphore_->fencing_token(*hold_);
+    auto token = semaphore_->fencing_token(hold_);
     if (token == 0) throw zkr::system_error(make_error_code(errc::lock_lost), "zkr::lease " + quoted_path(hold_->node_path));
     return token;
 }

@@ -5,6 +5,8 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <utility>
+
 namespace zkr::detail {
 namespace asio = boost::asio;
 
@@ -27,11 +29,12 @@ void hold_registry::add(const std::shared_ptr<hold>& h) {
         holds_.insert(h);
     }
     // The watch costs the server a request, and a short hold never needs it: it is sent once the
-    // hold has lasted own_watch_delay (its release first: never). At once when the czxid is still
-    // to be read (a lease's: its fencing token waits for the watch's answer).
+    // hold has lasted own_watch_delay (its release first: never). A lease's czxid, which its
+    // transaction's reply does not carry, is read by this watch too: a fencing_token() asked for
+    // before the delay ran out sends it at once (send_watch_once, whichever comes first).
     auto port = port_.lock();
     if (!port) return;
-    if (h->czxid == 0 || own_watch_delay.count() == 0) return watch_node(h);
+    if (own_watch_delay.count() == 0) return send_watch_once(h);
     auto timer = std::make_shared<asio::steady_timer>(port->threads()->session, own_watch_delay);
     std::weak_ptr<hold_registry> weak_self = weak_from_this();
     std::weak_ptr<hold> weak_hold = h;
@@ -41,13 +44,16 @@ void hold_registry::add(const std::shared_ptr<hold>& h) {
         if (ec) return;
         auto self = weak_self.lock();
         auto h = weak_hold.lock();
-        if (!self || !h) return;
-        {
-            std::lock_guard lock(self->mutex_);
-            if (h->released || h->lost) return;
-        }
-        self->watch_node(h);
+        if (self && h) self->send_watch_once(h);
     });
+}
+
+void hold_registry::send_watch_once(const std::shared_ptr<hold>& h) {
+    {
+        std::lock_guard lock(mutex_);
+        if (h->released || h->lost || std::exchange(h->watch_sent, true)) return;
+    }
+    watch_node(h);
 }
 
 void hold_registry::watch_node(const std::shared_ptr<hold>& h) {
@@ -260,11 +266,14 @@ subscription hold_registry::on_lost(const std::string& group, std::function<void
     });
 }
 
-std::int64_t hold_registry::fencing_token(const hold& h, std::chrono::milliseconds timeout) const {
-    if (h.czxid != 0) return h.czxid;
+std::int64_t hold_registry::fencing_token(const std::shared_ptr<hold>& h, std::chrono::milliseconds timeout) {
+    if (h->czxid != 0) return h->czxid;
+    if (h->observed_czxid.load() != 0) return h->observed_czxid.load();
+    // Read by the own-node watch: no reason to wait for its delay to run out.
+    send_watch_once(h);
     std::unique_lock lock(mutex_);
-    stat_read_.wait_for(lock, timeout, [&] { return h.observed_czxid.load() != 0 || h.lost || h.released; });
-    return h.observed_czxid.load();
+    stat_read_.wait_for(lock, timeout, [&] { return h->observed_czxid.load() != 0 || h->lost || h->released; });
+    return h->observed_czxid.load();
 }
 
 std::size_t hold_registry::size() const {

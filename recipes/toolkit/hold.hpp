@@ -53,6 +53,7 @@ struct hold {
     std::atomic<std::int64_t> observed_czxid{0};
 
     // Guarded by the registry's mutex.
+    bool watch_sent = false;  ///< its own-node watch was asked for (by the delay's end or by a fencing_token())
     bool lost = false;
     bool released = false;
     loss_cause cause = loss_cause::none;
@@ -90,9 +91,9 @@ public:
     static std::shared_ptr<hold_registry> of(session_port& port) { return per_client<hold_registry>(port); }
 
     /// Starts reporting `h`, and watches its node: the watch is sent once the hold has lasted
-    /// own_watch_delay (at once if its czxid is not known yet), after anything the caller sent for
-    /// that node before (the holding mark), costing no round trip on the way to the hold. A node
-    /// already gone makes the hold lost when the watch's answer says so.
+    /// own_watch_delay (sooner if fencing_token() asks for a czxid not known yet), after anything
+    /// the caller sent for that node before (the holding mark), costing no round trip on the way to
+    /// the hold. A node already gone makes the hold lost when the watch's answer says so.
     void add(const std::shared_ptr<hold>& h);
     /// Stops reporting `h`, before its node is deleted: its waiters complete with
     /// errc::cancelled. False if it was released already. `was_lost`: it had been lost.
@@ -110,8 +111,9 @@ public:
     subscription on_lost(const std::string& group, std::function<void(const std::string&)> fn);
 
     /// The hold's fencing token: its czxid, waiting (up to `timeout`) for its own watch to have
-    /// read it if the recipe could not. 0 if it is not known by then or the hold was lost.
-    std::int64_t fencing_token(const hold& h, std::chrono::milliseconds timeout) const;
+    /// read it if the recipe could not — the watch is sent now if its delay has not run out: one
+    /// round trip. 0 if it is not known by then or the hold was lost.
+    std::int64_t fencing_token(const std::shared_ptr<hold>& h, std::chrono::milliseconds timeout);
 
     std::uint64_t holds_lost() const noexcept { return holds_lost_.load(); }
     std::uint64_t nodes_deleted_under_holds() const noexcept { return nodes_deleted_.load(); }
@@ -126,6 +128,8 @@ private:
     };
 
     void on_session(const session_event& ev);
+    /// Sends the hold's own-node watch unless it was sent (or the hold ended) already.
+    void send_watch_once(const std::shared_ptr<hold>& h);
     void watch_node(const std::shared_ptr<hold>& h);
     void on_node_gone(const std::shared_ptr<hold>& h);
     /// Marks `lost` (under the mutex already), then tells everyone outside it.
