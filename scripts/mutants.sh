@@ -73,6 +73,10 @@ observe-leases-as-one-hold~src/metrics.cpp~    if (o == acquire_outcome::acquire
 own-watch-not-delayed~recipes/toolkit/hold.cpp~    if (own_watch_delay.count() == 0) return send_watch_once(h);~    if ((true)) return send_watch_once(h);~integration:[server_cost]
 own-watch-never-sent~recipes/toolkit/hold.cpp~        if (self && h) self->send_watch_once(h);~        (void)self;~integration:[server_cost]
 own-watch-sent-twice~recipes/toolkit/hold.cpp~        if (h->released || h->lost || std::exchange(h->watch_sent, true)) return;~        if (h->released || h->lost) return;~integration:[server_cost]
+ttl-ignored~src/requests.cpp~        if (ttl_.count() > 0)~        if (false)~integration:create_ttl: a TTL node*
+ttl-never-renewed~recipes/nodes/ttl_node.cpp~        retry_.arm(period_, [weak] {\n            if (auto self = weak.lock()) self->renew();\n        });~        (void)weak;~integration:ttl node: a container and a TTL child*
+not-empty-resent~recipes/toolkit/cleanup.cpp~        if (ec == errc::not_empty) return finish(ec);~~integration:ttl node: two keepers*
+ttl-container-wait-kept~recipes/nodes/ttl_node.cpp~self->stop_wait_.emit(asio::cancellation_type::all);~(void)self;~integration:ttl node: closed while it waits*
 EOF
 )
 

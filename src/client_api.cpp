@@ -7,6 +7,8 @@
 
 #include <boost/asio/system_executor.hpp>
 
+#include <stdexcept>
+
 namespace zkr {
 namespace {
 
@@ -78,6 +80,26 @@ create_result client::create(std::string path, std::string data, create_mode mod
     std::size_t request = detail::request_sizer(options()).create(path.size(), data.size());
     auto r = create(path, std::move(data), mode, ec);
     if (ec) throw_error(ec, "create", path, options(), request);
+    return r;
+}
+
+create_result client::create_ttl(std::string path, std::string data, create_mode mode, std::chrono::milliseconds ttl,
+                                 zkr::error_code& ec) {
+    auto [r] = run_blocking<create_result>(
+        [&](auto done) { impl_->create_ttl(std::move(path), std::move(data), mode, ttl, std::move(done)); }, ec);
+    return std::move(r);
+}
+create_result client::create_ttl(std::string path, std::string data, create_mode mode, std::chrono::milliseconds ttl) {
+    if (std::string why = detail::ttl_problem(mode, ttl); !why.empty())
+        throw std::invalid_argument("zkr::client::create_ttl " + quoted_path(path) + ": " + why);
+    zkr::error_code ec;
+    std::size_t request = detail::request_sizer(options()).create(path.size(), data.size()) + 8;
+    auto r = create_ttl(path, std::move(data), mode, ttl, ec);
+    if (ec == errc::unimplemented)
+        throw zkr::system_error(ec, "zkr::client::create_ttl " + quoted_path(path) +
+                                        ": the server does not make TTL nodes (it needs zookeeper.extendedTypesEnabled=true: "
+                                        "the system property, or extendedTypesEnabled=true in zoo.cfg)");
+    if (ec) throw_error(ec, "create_ttl", path, options(), request);
     return r;
 }
 

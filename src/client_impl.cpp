@@ -474,6 +474,15 @@ void client_impl::create(std::string path, std::string data, create_mode mode, c
     submit(make_create(*this, std::move(path), std::move(data), mode, std::move(done)));
 }
 
+void client_impl::create_ttl(std::string path, std::string data, create_mode mode, std::chrono::milliseconds ttl,
+                             completion<create_result> done) {
+    if (!ttl_problem(mode, ttl).empty()) return done(make_error_code(errc::bad_arguments), {});
+    request_sizer sizer(options_);
+    // The TTL rides in the request: 8 bytes more than a create.
+    if (auto ec = check_input(path, is_sequential(mode), sizer, sizer.create(path.size(), data.size()) + 8)) return done(ec, {});
+    submit(make_create(*this, std::move(path), std::move(data), mode, std::move(done), ttl));
+}
+
 void client_impl::remove(std::string path, std::int32_t version, completion<> done) {
     request_sizer sizer(options_);
     if (auto ec = check_input(path, false, sizer, sizer.remove(path.size())); ec || path == "/")
@@ -679,6 +688,10 @@ void client_impl::retire_watch(watch_state& ws) {
 
 void start_create(client_impl& c, std::string path, std::string data, create_mode mode, handler<create_result> h) {
     c.create(std::move(path), std::move(data), mode, completion<create_result>(std::move(h), c.executor()));
+}
+void start_create_ttl(client_impl& c, std::string path, std::string data, create_mode mode, std::chrono::milliseconds ttl,
+                      handler<create_result> h) {
+    c.create_ttl(std::move(path), std::move(data), mode, ttl, completion<create_result>(std::move(h), c.executor()));
 }
 void start_remove(client_impl& c, std::string path, std::int32_t version, empty_handler h) {
     c.remove(std::move(path), version, completion<>(std::move(h), c.executor()));

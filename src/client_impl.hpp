@@ -134,6 +134,8 @@ public:
 
     // Requests.
     void create(std::string path, std::string data, create_mode mode, completion<create_result> done) override;
+    void create_ttl(std::string path, std::string data, create_mode mode, std::chrono::milliseconds ttl,
+                    completion<create_result> done) override;
     void remove(std::string path, std::int32_t version, completion<> done) override;
     void exists(std::string path, bool watch, completion<exists_result> done) override;
     void get_data(std::string path, bool watch, completion<data_result> done) override;

@@ -7,6 +7,7 @@
 #include "connect_string.hpp"
 #include "zkr/client.hpp"
 
+#include <chrono>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -72,5 +73,16 @@ private:
     std::size_t acl_;
     std::size_t limit_;
 };
+
+/// Why a TTL create cannot be sent ("" when it can): ZooKeeper has TTL forms of the two
+/// persistent modes only, and takes a TTL from 1 ms to client::max_ttl.
+inline std::string ttl_problem(create_mode mode, std::chrono::milliseconds ttl) {
+    if (mode != create_mode::persistent && mode != create_mode::persistent_sequential)
+        return "a TTL node is persistent or persistent_sequential (ZooKeeper has no other TTL mode)";
+    if (ttl.count() < 1 || ttl > client::max_ttl)
+        return "the ttl must be from 1 ms to " + std::to_string(client::max_ttl.count()) + " ms (it is " +
+               std::to_string(ttl.count()) + " ms)";
+    return {};
+}
 
 }  // namespace zkr::detail

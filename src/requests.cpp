@@ -80,12 +80,17 @@ class create_request final : public typed_request<create_result> {
 public:
     zkr::operation observed_operation() const override { return zkr::operation::create; }
     std::string_view observed_path() const override { return path_; }
-    create_request(client_impl& c, std::string path, std::string data, create_mode mode, completion<create_result> done)
+    create_request(client_impl& c, std::string path, std::string data, create_mode mode, completion<create_result> done,
+                   std::chrono::milliseconds ttl)
         // A sequential create is never resent blindly: its first try may have made a node.
         : typed_request(c, !is_sequential(mode), std::move(done)),
-          path_(std::move(path)), data_(std::move(data)), mode_(mode) {}
+          path_(std::move(path)), data_(std::move(data)), mode_(mode), ttl_(ttl) {}
 
     int send(zhandle_t* zh) override {
+        if (ttl_.count() > 0)
+            return zoo_acreate2_ttl(zh, path_.c_str(), data_.data(), static_cast<int>(data_.size()), client.acl(),
+                                    is_sequential(mode_) ? ZOO_PERSISTENT_SEQUENTIAL_WITH_TTL : ZOO_PERSISTENT_WITH_TTL,
+                                    ttl_.count(), &on_reply, this);
         return zoo_acreate2(zh, path_.c_str(), data_.data(), static_cast<int>(data_.size()), client.acl(),
                             to_zoo_mode(mode_), &on_reply, this);
     }
@@ -98,6 +103,7 @@ private:
     }
     std::string path_, data_;
     create_mode mode_;
+    std::chrono::milliseconds ttl_;
 };
 
 class remove_request final : public typed_request<> {
@@ -389,8 +395,9 @@ private:
 
 }  // namespace
 
-request* make_create(client_impl& c, std::string path, std::string data, create_mode mode, completion<create_result> done) {
-    return new create_request(c, std::move(path), std::move(data), mode, std::move(done));
+request* make_create(client_impl& c, std::string path, std::string data, create_mode mode, completion<create_result> done,
+                     std::chrono::milliseconds ttl) {
+    return new create_request(c, std::move(path), std::move(data), mode, std::move(done), ttl);
 }
 request* make_remove(client_impl& c, std::string path, std::int32_t version, completion<> done) {
     return new remove_request(c, std::move(path), version, std::move(done));

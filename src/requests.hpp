@@ -64,7 +64,9 @@ private:
     live_counter<&live_objects::requests> counted_;
 };
 
-request* make_create(client_impl& c, std::string path, std::string data, create_mode mode, completion<create_result> done);
+/// `ttl` > 0: a TTL node (mode persistent or persistent_sequential, checked by the caller).
+request* make_create(client_impl& c, std::string path, std::string data, create_mode mode, completion<create_result> done,
+                     std::chrono::milliseconds ttl = {});
 request* make_remove(client_impl& c, std::string path, std::int32_t version, completion<> done);
 request* make_exists(client_impl& c, std::string path, std::shared_ptr<watch_state> watch, completion<exists_result> done);
 request* make_get_data(client_impl& c, std::string path, std::shared_ptr<watch_state> watch, completion<data_result> done);

@@ -48,6 +48,10 @@ public:
     // Requests. Idempotent ones are retried under the client's retry policy; sequential creates
     // never are. Each completes exactly once.
     virtual void create(std::string path, std::string data, create_mode mode, completion<create_result> done) = 0;
+    /// A TTL node (client::async_create_ttl): errc::bad_arguments for a mode other than
+    /// persistent / persistent_sequential or a ttl out of range.
+    virtual void create_ttl(std::string path, std::string data, create_mode mode, std::chrono::milliseconds ttl,
+                            completion<create_result> done) = 0;
     virtual void remove(std::string path, std::int32_t version, completion<> done) = 0;
     virtual void exists(std::string path, bool watch, completion<exists_result> done) = 0;
     virtual void get_data(std::string path, bool watch, completion<data_result> done) = 0;

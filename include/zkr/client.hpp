@@ -92,6 +92,8 @@ using empty_handler = boost::asio::any_completion_handler<void(error_code)>;
 using state_handler = boost::asio::any_completion_handler<void(error_code, connection_state)>;
 
 ZKR_EXPORT void start_create(client_impl&, std::string path, std::string data, create_mode, handler<create_result>);
+ZKR_EXPORT void start_create_ttl(client_impl&, std::string path, std::string data, create_mode, std::chrono::milliseconds ttl,
+                                 handler<create_result>);
 ZKR_EXPORT void start_remove(client_impl&, std::string path, std::int32_t version, empty_handler);
 ZKR_EXPORT void start_exists(client_impl&, std::string path, bool watch, handler<exists_result>);
 ZKR_EXPORT void start_get_data(client_impl&, std::string path, bool watch, handler<data_result>);
@@ -242,6 +244,36 @@ public:
     create_result create(std::string path, std::string data = {}, create_mode mode = create_mode::persistent);
     /// Blocking async_create(); a failure goes to `ec`.
     create_result create(std::string path, std::string data, create_mode mode, zkr::error_code& ec);
+
+    // --- create_ttl: a node the server deletes once it has gone `ttl` without a change and has no
+    // children (ZooKeeper 3.5.3+; the server must run with zookeeper.extendedTypesEnabled=true) ---
+
+    /// The longest TTL ZooKeeper takes (EphemeralType.MAX_TTL: 2^40 - 1 ms, about 34 years).
+    static constexpr std::chrono::milliseconds max_ttl{(std::int64_t{1} << 40) - 1};
+    /// Creates a TTL node: `mode` is create_mode::persistent or persistent_sequential (ZooKeeper's
+    /// PERSISTENT_WITH_TTL and PERSISTENT_SEQUENTIAL_WITH_TTL), `ttl` from 1 ms to max_ttl; the
+    /// server reaps the node once it has gone `ttl` unmodified (a set_data renews it) with no
+    /// children, on its container-check round (znode.container.checkIntervalMs). Handler:
+    /// void(zkr::error_code, zkr::create_result); errc::bad_arguments for another mode or a ttl
+    /// out of range (nothing sent); errc::unimplemented when the server does not have TTL nodes
+    /// enabled; otherwise as async_create (a sequential create is never retried).
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_create_ttl(std::string path, std::string data, create_mode mode, std::chrono::milliseconds ttl,
+                          CompletionToken&& token = {}) {
+        return start<void(error_code, create_result)>(
+            token,
+            [](auto h, auto& c, std::string p, std::string d, create_mode m, std::chrono::milliseconds t) {
+                detail::start_create_ttl(c, std::move(p), std::move(d), m, t, std::move(h));
+            },
+            std::move(path), std::move(data), mode, ttl);
+    }
+    /// Blocking async_create_ttl(); throws std::invalid_argument for another mode or a ttl out of
+    /// range (naming it), zkr::system_error otherwise (errc::unimplemented says how to enable TTL
+    /// nodes on the server).
+    create_result create_ttl(std::string path, std::string data, create_mode mode, std::chrono::milliseconds ttl);
+    /// Blocking async_create_ttl(); a failure goes to `ec` (errc::bad_arguments for a bad mode or ttl).
+    create_result create_ttl(std::string path, std::string data, create_mode mode, std::chrono::milliseconds ttl,
+                             zkr::error_code& ec);
 
     // --- remove (ZooKeeper's delete). Handler: void(error_code) ---
 

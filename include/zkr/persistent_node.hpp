@@ -68,7 +68,9 @@ public:
     /// create. std::invalid_argument for data too large; std::logic_error after close().
     void set_data(std::string data);
     /// Stops keeping the node and deletes it (guaranteed: resent while its session lives; a
-    /// create still in flight is deleted when it lands). Idempotent.
+    /// create still in flight is deleted when it lands). A node that has children by then is left
+    /// (ZooKeeper deletes only childless nodes; a container goes once its children have).
+    /// Idempotent.
     void close();
 
     /// The path given (before protection and sequence numbers).

@@ -30,6 +30,7 @@
 #include "zkr/shared_count.hpp"
 #include "zkr/shared_mutex.hpp"
 #include "zkr/tree_cache.hpp"
+#include "zkr/ttl_node.hpp"
 #include "zkr/types.hpp"
 #include "zkr/version.hpp"
 #include "zkr/watch.hpp"

@@ -88,6 +88,11 @@
 //  GroupMember (new GroupMember(client, PATH, ID, PAYLOAD), start())
 //   group-start NAME PATH ID PAYLOAD      -> (nothing)          after start() returned
 //   group-members NAME                    -> COUNT (ID PAYLOAD)...  getCurrentMembers(), by id
+//
+//  PersistentTtlNode
+//   ttlnode-start NAME PATH TTL_MS DATA   -> (nothing)          new PersistentTtlNode(client, PATH,
+//                                         TTL_MS, DATA), after start() returned; `close NAME` closes it
+//   ttlnode-wait NAME MS                  -> true|false         waitForInitialCreate(MS)
 //   close NAME                            close(): its node is deleted
 //
 //  InterProcessSemaphoreV2
@@ -171,6 +176,7 @@ import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.framework.recipes.nodes.GroupMember;
+import org.apache.curator.framework.recipes.nodes.PersistentTtlNode;
 import org.apache.curator.framework.recipes.shared.SharedCount;
 import org.apache.curator.framework.recipes.shared.SharedCountListener;
 import org.apache.curator.framework.recipes.shared.SharedCountReader;
@@ -515,6 +521,20 @@ final class RecipeSession {
 
         @Override
         void close(String arg) {
+        }
+    }
+
+    static final class TtlNodeObj extends Obj {
+        final PersistentTtlNode node;
+
+        TtlNodeObj(String name, String path, long ttlMs, byte[] data) {
+            super(name);
+            node = new PersistentTtlNode(client, path, ttlMs, data);
+        }
+
+        @Override
+        void close(String arg) {
+            node.close();
         }
     }
 
@@ -968,6 +988,25 @@ final class RecipeSession {
                 BarrierObj o = get(a[2], BarrierObj.class);
                 long ms = Long.parseLong(a[3]);
                 onActor(o, tag, () -> Boolean.toString(o.barrier.waitOnBarrier(ms, TimeUnit.MILLISECONDS)));
+                return;
+            }
+
+            // ---- PersistentTtlNode
+            case "ttlnode-start": {
+                need(a, 4, 4, "ttlnode-start NAME PATH TTL_MS DATA");
+                TtlNodeObj o = new TtlNodeObj(a[2], a[3], Long.parseLong(a[4]), dec(a[5]).getBytes(StandardCharsets.UTF_8));
+                register(o);
+                onActor(o, tag, () -> {
+                    o.node.start();
+                    return null;
+                });
+                return;
+            }
+            case "ttlnode-wait": {
+                need(a, 2, 2, "ttlnode-wait NAME MS");
+                TtlNodeObj o = get(a[2], TtlNodeObj.class);
+                long ms = Long.parseLong(a[3]);
+                onActor(o, tag, () -> Boolean.toString(o.node.waitForInitialCreate(ms, TimeUnit.MILLISECONDS)));
                 return;
             }
 

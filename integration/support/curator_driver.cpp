@@ -362,6 +362,18 @@ std::map<std::string, std::string> curator_session::group_members(const std::str
     return out;
 }
 
+// ------------------------------------------------------------------ PersistentTtlNode
+
+void curator_session::ttl_node_start(const std::string& name, const std::string& path, std::chrono::milliseconds ttl,
+                                     const std::string& data) {
+    call("ttlnode-start " + name + " " + path + " " + std::to_string(ttl.count()) + " " + curator_encode(data));
+}
+bool curator_session::ttl_node_wait(const std::string& name, ms timeout) {
+    auto l = call("ttlnode-wait " + name + " " + std::to_string(timeout.count()), timeout + std::chrono::seconds(10));
+    if (l.args.size() != 1) fail("malformed ttlnode-wait reply '" + l.text + "'");
+    return parse_bool(l.args[0]);
+}
+
 // ------------------------------------------------------------------ barriers, counters
 
 void curator_session::barrier_new(const std::string& name, const std::string& path) { call("barrier-new " + name + " " + path); }

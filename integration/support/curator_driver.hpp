@@ -176,6 +176,10 @@ public:
     /// getCurrentMembers(): id -> payload.
     std::map<std::string, std::string> group_members(const std::string& name);
 
+    // PersistentTtlNode (closed by close(name))
+    void ttl_node_start(const std::string& name, const std::string& path, std::chrono::milliseconds ttl, const std::string& data);
+    bool ttl_node_wait(const std::string& name, ms timeout);
+
     void selector_start(const std::string& name, const std::string& path, const std::string& id, bool auto_requeue);
     /// Makes the current takeLeadership return; its term.
     long selector_release(const std::string& name);

@@ -84,6 +84,9 @@ void cleanup_service::delete_attempt(std::string path, std::int64_t session, int
         auto self = weak.lock();
         auto port = self ? self->port_.lock() : nullptr;
         if (ec == errc::client_closed || !port || port->closed()) return finish(make_error_code(errc::client_closed));
+        // Someone made children under it (a TTL node's container whose child has yet to expire, a
+        // registration others use as a parent): not ours to empty, and resending cannot help.
+        if (ec == errc::not_empty) return finish(ec);
         // While the session that made the node lives, the node lives: keep trying. Once that
         // session is gone, so is the node.
         if (session == 0 || port->session_id() != session) return finish(make_error_code(errc::lock_lost));

@@ -35,7 +35,8 @@ public:
 
     /// Deletes `path` (sent now, so ordered before anything this client sends next), resending it
     /// while the session current now lives. `done` (optional): no error once the node is gone;
-    /// lock_lost when its session went first (and the node with it); client_closed.
+    /// lock_lost when its session went first (and the node with it); client_closed; not_empty
+    /// (not resent) when the node has children.
     void guaranteed_delete(std::string path, std::optional<completion<>> done = std::nullopt);
     /// Lists `parent` and deletes every child carrying one of the creates' prefixes, listing
     /// again while the prefix's session lives.
