@@ -296,7 +296,9 @@ int main(int argc, char** argv) {
     auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(random); };
     zkr::log::set_threshold(zkr::log::level::error);
 
-    zkr::testkit::ensemble cluster(zkr::test::own_servers(3));
+    auto servers = zkr::test::own_servers(3);
+    servers.server_config["extendedTypesEnabled"] = "true";  // the workers' TTL nodes
+    zkr::testkit::ensemble cluster(servers);
     fence the_fence;
     std::vector<std::unique_ptr<worker>> workers;
     int next_id = 0;
@@ -551,7 +553,7 @@ int main(int argc, char** argv) {
     report << "- processes that did not finish when told: " << hung << "\n";
     report << "- processes that finished with a non-zero status: " << failed_exits << "\n";
     report << "- lock nodes and registrations left once sessions ended: " << nodes_left << "\n";
-    report << "- tree caches equal to the server's tree at the end (with the worker's registration on its session): "
+    report << "- tree caches equal to the server's tree at the end (with the worker's registration on its session and its TTL node renewed): "
            << caches_checked << "\n";
     report << "- errors the workers saw (exceptions from zkr, state() held past valid_until()): " << worker_errors << "\n";
     report << "- faults that could not be injected: " << injection_failures << "\n";

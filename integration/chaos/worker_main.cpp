@@ -31,6 +31,7 @@
 #include "zkr/persistent_node.hpp"
 #include "zkr/shared_mutex.hpp"
 #include "zkr/tree_cache.hpp"
+#include "zkr/ttl_node.hpp"
 
 #include <boost/asio/use_future.hpp>
 
@@ -215,9 +216,10 @@ void mutate_config(zkr::client& c, std::uint64_t seed, std::atomic<bool>& stop) 
 }
 
 // Once the faults are over: the cache must come to equal a fresh read of the subtree (names,
-// data, mzxid), and the worker's registration must stand on its current session. Says "cache ok"
-// or an error line.
-void check_watch_recipes(zkr::client& c, zkr::tree_cache& cache, const std::string& registration) {
+// data, mzxid), the worker's registration must stand on its current session, and its TTL node
+// must stand with its child, renewed since the faults ended. Says "cache ok" or an error line.
+void check_watch_recipes(zkr::client& c, zkr::tree_cache& cache, const std::string& registration, zkr::ttl_node& alive) {
+    const auto touches = alive.touches();
     const auto deadline = clock_type::now() + 12s;
     std::string why = "not checked";
     while (clock_type::now() < deadline) {
@@ -259,6 +261,11 @@ void check_watch_recipes(zkr::client& c, zkr::tree_cache& cache, const std::stri
         auto r = c.exists(registration, ec);
         if (ec || !r.exists || r.stat.ephemeral_owner != c.session_id()) {
             why = "the registration " + registration + " is not on the current session";
+            continue;
+        }
+        if (!c.exists(alive.path(), ec).exists || ec || !c.exists(alive.path() + "/touch", ec).exists || ec ||
+            alive.touches() <= touches) {
+            why = "the TTL node " + alive.path() + " does not stand with its child, renewed since";
             continue;
         }
         say("cache ok nodes=" + std::to_string(server.size()));
@@ -361,6 +368,10 @@ int main(int argc, char** argv) {
     std::string registration = "/chaos-members/w" + std::to_string(id);
     zkr::persistent_node member(c, registration, zkr::create_mode::ephemeral, std::to_string(id));
     member.start();
+    // Renewed every 750 ms: partitions and restarts longer than its TTL let it expire, and it
+    // must come back (its container made again, its child with it).
+    zkr::ttl_node alive(c, "/chaos-alive/w" + std::to_string(id), 1500ms, std::to_string(id));
+    alive.start();
     say("ready");  // before any other line: the driver reads this one first
     std::atomic<bool> stop{false};
     totals t;
@@ -386,7 +397,7 @@ int main(int argc, char** argv) {
     mutator.join();
     for (auto& t : incrementers) t.join();
     memory.join();
-    check_watch_recipes(c, cache, registration);
+    check_watch_recipes(c, cache, registration, alive);
     check_counter(c, counter_path, counted);
     check_metrics(c, *metrics, t.holds);
     say("stats holds=" + std::to_string(t.holds) + " writes=" + std::to_string(t.writes) +
