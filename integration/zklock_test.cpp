@@ -1164,6 +1164,59 @@ TEST_CASE("zklock watch prints an update when a waiter joins", "[zklock]") {
     CHECK(hold.owns_lock());
 }
 
+TEST_CASE("zklock tree prints a subtree depth first, escaped, to a depth; --watch then prints every change", "[zklock]") {
+    scratch_dir dir;
+    std::string connect = test_connect_string();
+    std::string path = unique_path("zklock-tree");
+    zkr::client c(test_options(connect));
+    c.create_parents(path + "/b/deep");
+    c.set_data(path + "/b", "bee\nline", zkr::any_version);
+    c.create(path + "/a", std::string(100, 'x'));
+    c.create(path + "/e", "mine", zkr::create_mode::ephemeral);
+    auto mzxid = [&](const std::string& p) { return c.exists(p).stat.mzxid; };
+    auto hex = [](std::int64_t v) {
+        std::ostringstream s;
+        s << "0x" << std::hex << v;
+        return s.str();
+    };
+
+    zklock_process all({"tree", "--connect", connect, path}, dir);
+    std::vector<std::string> lines;
+    while (auto line = all.read_line(10s)) lines.push_back(*line);
+    REQUIRE(all.wait() == 0);
+    INFO("stderr: " << all.error_output());
+    REQUIRE(lines.size() == 5);
+    CHECK(lines[0] == path + " \"\" 0 bytes, mzxid " + hex(mzxid(path)));
+    CHECK(lines[1] == path + "/a \"" + std::string(64, 'x') + "\"... 100 bytes, mzxid " + hex(mzxid(path + "/a")));
+    CHECK(lines[2] == path + "/b \"bee\\nline\" 8 bytes, mzxid " + hex(mzxid(path + "/b")));
+    CHECK(lines[3].rfind(path + "/b/deep \"\" 0 bytes", 0) == 0);
+    std::ostringstream session;
+    session << "0x" << std::hex << c.session_id();
+    CHECK(lines[4] == path + "/e \"mine\" 4 bytes, mzxid " + hex(mzxid(path + "/e")) + ", session " + session.str());
+
+    zklock_process shallow({"tree", "--depth", "1", "--json", "--connect", connect, path}, dir);
+    lines.clear();
+    while (auto line = shallow.read_line(10s)) lines.push_back(*line);
+    REQUIRE(shallow.wait() == 0);
+    REQUIRE(lines.size() == 4);  // no /b/deep
+    CHECK(lines[2] == "{\"path\": \"" + path + "/b\", \"data\": \"bee\\nline\", \"bytes\": 8, \"mzxid\": " +
+                          std::to_string(mzxid(path + "/b")) + ", \"ephemeral_owner\": null}");
+
+    zklock_process watch({"tree", "--watch", "--count", "3", "--connect", connect, path}, dir);
+    for (int i = 0; i < 5; ++i) REQUIRE(watch.read_line(10s));  // the subtree first
+    c.create(path + "/new", "n1");
+    CHECK(watch.read_line(10s) == std::optional<std::string>("created " + path + "/new \"n1\""));
+    c.set_data(path + "/new", "n2", zkr::any_version);
+    CHECK(watch.read_line(10s) == std::optional<std::string>("changed " + path + "/new \"n2\""));
+    c.remove(path + "/new");
+    CHECK(watch.read_line(10s) == std::optional<std::string>("deleted " + path + "/new"));
+    CHECK(watch.wait() == 0);  // --count 3
+
+    zklock_process bad({"tree", "--count", "2", "--connect", connect, path}, dir);
+    CHECK(bad.wait() == 64);
+    CHECK(bad.error_output().find("--count counts changes: it needs --watch") != std::string::npos);
+}
+
 TEST_CASE("zklock release-stale refuses without --yes, then removes only that session's nodes", "[zklock]") {
     scratch_dir dir;
     std::string connect = test_connect_string();

@@ -34,6 +34,8 @@ int main(int argc, char** argv) {
                     return status_command(o);
                 } else if constexpr (std::is_same_v<options, watch_options>) {
                     return watch_command(o);
+                } else if constexpr (std::is_same_v<options, tree_options>) {
+                    return tree_command(o);
                 } else {
                     return release_stale_command(o);
                 }

@@ -25,6 +25,7 @@ Usage:
   zklock run [--shared | --max N] [--timeout D] [options] PATH -- COMMAND [ARGS...]
   zklock status [--json] [--max N] [options] PATH
   zklock watch [--json] [--count N] [options] PATH
+  zklock tree [--watch [--count N]] [--depth N] [--json] [options] PATH
   zklock release-stale --session ID [--yes] [options] PATH
   zklock COMMAND --help | zklock --help | zklock --version
 
@@ -33,6 +34,8 @@ Commands:
                  with --max N, a lease of a semaphore of N instead: at most N run at once
   status         show PATH's queue: holders first, then waiters; a semaphore's leases
   watch          show the queue again on every change, until interrupted
+  tree           show the subtree at PATH (every node, its data and stat); with --watch, then
+                 every change, as a zkr::tree_cache sees it
   release-stale  remove the lock nodes of one session (for operators; asks for --yes)
 )";
 
@@ -140,14 +143,14 @@ std::string help_text(const std::string& usage, const std::string& summary,
     return out.str();
 }
 
-std::string required_path(const std::string& command, const po::variables_map& values) {
+std::string required_path(const std::string& command, const po::variables_map& values, const std::string& what = "lock path") {
     if (!values.count("path"))
-        throw failure(exit_code::usage, command + ": no lock PATH given (see 'zklock " + command + " --help')");
+        throw failure(exit_code::usage, command + ": no " + (what == "lock path" ? "lock PATH" : "PATH") + " given (see 'zklock " + command + " --help')");
     std::string path = values["path"].as<std::string>();
     if (std::string problem = zkr::path_problem(path); !problem.empty())
-        throw failure(exit_code::usage, command + ": invalid lock path \"" + path + "\": " + problem);
+        throw failure(exit_code::usage, command + ": invalid " + what + " \"" + path + "\": " + problem);
     if (path == "/")
-        throw failure(exit_code::usage, command + ": invalid lock path \"/\": the root cannot be a lock path");
+        throw failure(exit_code::usage, command + ": invalid " + what + " \"/\": the root cannot be a " + what);
     return path;
 }
 
@@ -349,6 +352,48 @@ command_line parse_watch(const std::vector<std::string>& args) {
     return o;
 }
 
+command_line parse_tree(const std::vector<std::string>& args) {
+    auto own = timeout_option("give up the first reading of the subtree after D when the ensemble does not answer (exit 69)");
+    own.add_options()
+        ("watch", "after the subtree, print every change (created, changed, deleted, initialized) until interrupted")
+        ("count", po::value<int>()->value_name("N"), "with --watch: exit after N changes")
+        ("depth", po::value<int>()->value_name("N"), "levels below PATH to read: 0 PATH alone, 1 its children (default: all)")
+        ("json", "print each node, and each change, as one JSON object on one line");
+    auto connection = connection_description();
+    po::options_description visible;
+    visible.add(own).add(connection);
+    po::positional_options_description positional;
+    positional.add("path", 1);
+    auto parsed = parse_args("tree", args, visible, path_only(), positional);
+    if (parsed.help)
+        return print_and_exit{help_text(
+            "zklock tree [--watch [--count N]] [--depth N] [--json] [options] PATH",
+            "Reads the subtree at PATH (a zkr::tree_cache) and prints one line per node, depth first\n"
+            "in name order: the path, its data (escaped as in 'zklock status'; long data cut at 64\n"
+            "bytes), its size, mzxid and, for an ephemeral node, its session. A PATH that does not\n"
+            "exist prints nothing. With --watch it goes on printing every change the cache sees\n"
+            "(\"created PATH DATA\", \"changed ...\", \"deleted PATH\", and \"initialized\" after a\n"
+            "new session's resync), driven by ZooKeeper's watches (no polling), until interrupted\n"
+            "(SIGINT, SIGTERM or SIGHUP: exit 0) or --count changes.",
+            {&own, &connection})};
+    tree_options o;
+    o.path = required_path("tree", parsed.values, "subtree path");
+    o.connection = connection_from("tree", parsed.values);
+    o.json = parsed.values.count("json") > 0;
+    o.watch = parsed.values.count("watch") > 0;
+    o.timeout = parsed.values["timeout"].as<duration_value>().value;
+    if (parsed.values.count("depth")) {
+        o.depth = parsed.values["depth"].as<int>();
+        if (o.depth < 0) throw failure(exit_code::usage, "tree: --depth must be 0 or more");
+    }
+    if (parsed.values.count("count")) {
+        if (!o.watch) throw failure(exit_code::usage, "tree: --count counts changes: it needs --watch");
+        o.count = parsed.values["count"].as<int>();
+        if (*o.count < 1) throw failure(exit_code::usage, "tree: --count must be at least 1");
+    }
+    return o;
+}
+
 std::int64_t parse_session_id(const std::string& text) {
     std::string_view digits = text;
     if (digits.rfind("0x", 0) == 0 || digits.rfind("0X", 0) == 0) digits.remove_prefix(2);
@@ -411,8 +456,9 @@ command_line parse_command_line(int argc, const char* const* argv) {
     if (command == "run") return parse_run(args);
     if (command == "status") return parse_status(args);
     if (command == "watch") return parse_watch(args);
+    if (command == "tree") return parse_tree(args);
     if (command == "release-stale") return parse_release_stale(args);
-    throw failure(exit_code::usage, "unknown command \"" + command + "\" (commands: run, status, watch, release-stale; see 'zklock --help')");
+    throw failure(exit_code::usage, "unknown command \"" + command + "\" (commands: run, status, watch, tree, release-stale; see 'zklock --help')");
 }
 
 }  // namespace zklock

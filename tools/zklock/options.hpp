@@ -48,6 +48,16 @@ struct watch_options {
     std::optional<int> count;                  ///< exit after this many changes
 };
 
+struct tree_options {
+    connection_options connection;
+    std::string path;
+    bool json = false;
+    bool watch = false;                         ///< then every change, until interrupted
+    int depth = -1;                             ///< levels below PATH (-1: all)
+    std::chrono::milliseconds timeout{15'000};  ///< bounds the first reading of the subtree
+    std::optional<int> count;                   ///< --watch: exit after this many changes
+};
+
 struct release_stale_options {
     connection_options connection;
     std::string path;
@@ -61,7 +71,8 @@ struct print_and_exit {
     std::string text;
 };
 
-using command_line = std::variant<print_and_exit, run_options, status_options, watch_options, release_stale_options>;
+using command_line =
+    std::variant<print_and_exit, run_options, status_options, watch_options, tree_options, release_stale_options>;
 
 /// Parses argv. Throws zklock::failure(exit_code::usage) naming what is wrong.
 command_line parse_command_line(int argc, const char* const* argv);

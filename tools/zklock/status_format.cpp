@@ -96,6 +96,12 @@ std::string escaped(std::string_view text) {
     return out;
 }
 
+}  // namespace
+
+std::string terminal_safe(std::string_view text) { return escaped(text); }
+
+namespace {
+
 // Columns an escaped() text takes: one per character (UTF-8 continuation bytes take none).
 std::size_t display_width(std::string_view text) {
     return static_cast<std::size_t>(std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xc0) != 0x80; }));

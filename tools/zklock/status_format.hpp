@@ -25,6 +25,10 @@ std::string format_text(const semaphore_snapshot& snapshot);
 /// "nodes": [...]}.
 std::string format_json(const semaphore_snapshot& snapshot);
 
+/// Text from ZooKeeper for a terminal, on one line: quotes, backslashes and control characters
+/// escaped, and every character a terminal would act on (see 'zklock status --help').
+std::string terminal_safe(std::string_view text);
+
 /// "0x1000a3b2c0004": session ids as ZooKeeper prints them.
 std::string format_session_id(std::int64_t session);
 
