@@ -1,5 +1,6 @@
 // zkr::barrier, zkr::double_barrier and zkr::count_down_latch against real ZooKeeper servers,
 // beside Curator's DistributedBarrier and DistributedDoubleBarrier where Curator has the recipe.
+#include "support/child_process.hpp"
 #include "support/curator_driver.hpp"
 #include "support/servers.hpp"
 #include "support/session_tools.hpp"
@@ -291,6 +292,59 @@ TEST_CASE("double barrier: zkr and Curator members enter and leave one barrier t
     CHECK(l1.get());
     CHECK(curator.ok(u1, 30s).args.at(0) == "true");
     CHECK(curator.ok(u2, 30s).args.at(0) == "true");
+    CHECK(members(observer, path).empty());
+}
+
+// kazoo's DoubleBarrier (python3-kazoo, which scripts/setup.sh installs) in a process of its own:
+// enters when told, says "entered", leaves when told, says "left".
+class kazoo_member {
+public:
+    kazoo_member(const std::string& connect, const std::string& path, int members)
+        : process_("exec /usr/bin/python3 -c '" + std::string(script) + "' " + connect + " " + path + " " + std::to_string(members)) {
+        REQUIRE(process_.read_line(30s) == std::optional<std::string>("ready"));
+    }
+    void tell() { process_.write_line("go"); }
+    std::optional<std::string> said(std::chrono::milliseconds timeout) { return process_.read_line(timeout); }
+    int wait() { return process_.wait(30s); }
+
+private:
+    static constexpr const char* script =
+        "import sys\n"
+        "from kazoo.client import KazooClient\n"
+        "zk = KazooClient(hosts=sys.argv[1]); zk.start(timeout=20)\n"
+        "barrier = zk.DoubleBarrier(sys.argv[2], int(sys.argv[3]))\n"
+        "print(\"ready\", flush=True)\n"
+        "sys.stdin.readline(); barrier.enter(); print(\"entered\", flush=True)\n"
+        "sys.stdin.readline(); barrier.leave(); print(\"left\", flush=True)\n"
+        "zk.stop()\n";
+    zkr::test::child_process process_;
+};
+
+TEST_CASE("double barrier: zkr and kazoo members enter and leave one barrier together", "[double_barrier][interop]") {
+    std::string connect = test_connect_string(), path = unique_path("dbarrier-kazoo");
+    zkr::client c1(test_options(connect)), c2(test_options(connect)), observer(test_options(connect));
+    zkr::double_barrier z1(c1, path, 4), z2(c2, path, 4);
+    kazoo_member k1(connect, path, 4), k2(connect, path, 4);
+    auto e1 = std::async(std::launch::async, [&] { return z1.enter_for(30s); });
+    k1.tell();
+    auto e2 = std::async(std::launch::async, [&] { return z2.enter_for(30s); });
+    REQUIRE(eventually([&] { return members(observer, path).size() == 3; }));
+    CHECK(e1.wait_for(300ms) == std::future_status::timeout);  // three of four: nobody through
+    CHECK_FALSE(k1.said(0ms));
+    k2.tell();
+    CHECK(e1.get());
+    CHECK(e2.get());
+    CHECK(k1.said(30s) == std::optional<std::string>("entered"));
+    CHECK(k2.said(30s) == std::optional<std::string>("entered"));
+    auto l1 = std::async(std::launch::async, [&] { return z1.leave_for(30s); });
+    k1.tell();
+    k2.tell();
+    CHECK(z2.leave_for(30s));
+    CHECK(l1.get());
+    CHECK(k1.said(30s) == std::optional<std::string>("left"));
+    CHECK(k2.said(30s) == std::optional<std::string>("left"));
+    CHECK(k1.wait() == 0);
+    CHECK(k2.wait() == 0);
     CHECK(members(observer, path).empty());
 }
 
