@@ -216,6 +216,26 @@ TEST_CASE("double barrier: an entrant that times out deletes its node, so a late
     CHECK(out_a.get());
 }
 
+TEST_CASE("double barrier: an entrant whose listing cannot be answered by its deadline gives up, and its node goes",
+          "[double_barrier]") {
+    std::string connect = test_connect_string(), path = unique_path("dbarrier-listing");
+    zkr::testkit::proxy proxy(first_server(connect));
+    zkr::client c(test_options(proxy.address(), 2s)), observer(test_options(connect));
+    zkr::double_barrier entrant(c, path, 2);
+    c.wait_connected(10s);
+    // Its create goes through; the reply to its listing is lost with the connection, and no new
+    // connection is let in: the listing cannot be answered before the deadline.
+    proxy.refuse_connections(true);
+    proxy.lose_next_reply({zkr::test::zk_op::get_children, zkr::test::zk_op::get_children2}, 0, path);
+    CHECK_FALSE(entrant.enter_for(500ms));
+    CHECK(proxy.replies_lost() == 1);
+    // Its node: deleted once it could be, or gone with the session; never left for a late entrant.
+    proxy.refuse_connections(false);
+    CHECK(eventually([&] { return members(observer, path).empty(); }, 15s));
+    zkr::double_barrier late(observer, path, 2);
+    CHECK_FALSE(late.enter_for(300ms));  // alone: does not pass
+}
+
 TEST_CASE("double barrier: a member whose session expires while it waits enters again, and nobody passes early",
           "[double_barrier]") {
     std::string connect = test_connect_string(), path = unique_path("dbarrier-expiry");

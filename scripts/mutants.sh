@@ -77,6 +77,7 @@ ttl-ignored~src/requests.cpp~        if (ttl_.count() > 0)~        if (false)~in
 ttl-never-renewed~recipes/nodes/ttl_node.cpp~        retry_.arm(period_, [weak] {\n            if (auto self = weak.lock()) self->renew();\n        });~        (void)weak;~integration:ttl node: a container and a TTL child*
 not-empty-resent~recipes/toolkit/cleanup.cpp~        if (ec == errc::not_empty) return finish(ec);~~integration:ttl node: two keepers*
 ttl-container-wait-kept~recipes/nodes/ttl_node.cpp~self->stop_wait_.emit(asio::cancellation_type::all);~(void)self;~integration:ttl node: closed while it waits*
+dbarrier-listing-late-passes~recipes/barrier/double_barrier.cpp~        if (!listed) {\n            delete_own(p);\n            return false;~        if (!listed) {\n            return true;~integration:double barrier: an entrant whose listing cannot be answered*
 EOF
 )
 
