@@ -34,8 +34,16 @@
 //   queue-depth    a holder, then --waiters async acquisitions queued on PATH from --clients
 //                  clients (split over --procs processes), each released as soon as granted:
 //                  per_handoff_us, rss_per_waiter_kb, server_requests_per_handoff (issue 23)
-// latch-join and sem-* add server_requests_per_cycle: the server's mntr zk_packets_received over
-// the window / the cycles in it (every session's: meaningful while nothing else uses the server).
+//   multi-lock     1 thread: zkr::multi_lock over the mutexes PATH/a and PATH/b (lock() + unlock())
+// The timed scenarios, latch-join, latch-handoff and sem-* add the servers' cost over the window,
+// sampled at its start and end and divided by the cycles that ended between the two samples:
+// server_requests_per_cycle (each server's mntr zk_packets_received / the cycles that ended
+// between its two answers, summed over the servers of --mntr-servers; every session's:
+// meaningful while nothing else uses the servers), harness_requests_per_cycle
+// (those of them this benchmark sent itself: polls, its own watches; the recipe's are the
+// difference) and server_cpu_ms_per_1000 (utime + stime of the --server-pids processes, from
+// /proc/PID/stat, per 1000 cycles; null without --server-pids). latch-handoff's cycle is a
+// hand-off (with --waiters 2, one round: 2 joins, the hand-off, 2 closes).
 // The raw drivers do uncontended, distinct and rtt only (they have no waiting).
 //
 // Options:
@@ -54,6 +62,12 @@
 //   --clients K         queue-depth: clients, over all its processes            [10]
 //   --procs P           queue-depth: processes the waiters are split over       [1]
 //   --pause-queued S    queue-depth (one process): pause S s once queued, for a fault by hand
+//   --server-pids P,..  the ZooKeeper server processes whose CPU the window's cost adds up
+//   --mntr-servers H,.. host:port of every server to ask mntr (default: CONNECT's servers); a
+//                       client connected to one follower still costs the leader requests
+//   --settle-ms MS      latch-handoff: once all have joined, sleep MS instead of polling the
+//                       servers' watch count (mntr costs a server ~1.4 ms of CPU: it would swamp
+//                       server_cpu_ms_per_1000); the polls for the joins count as the harness's
 //
 // A cycle is acquire + release, measured from the call to acquire to the return of release. Output
 // (one line): cycles in the window, cycles_per_s, p50_us, p99_us, cpu_s (user+sys of this
@@ -114,6 +128,9 @@ struct options {
     int clients = 10;          // queue-depth: clients (over all processes)
     int procs = 1;             // queue-depth: processes
     int pause_queued = 0;      // queue-depth: seconds to pause once queued (faults by hand)
+    std::vector<int> server_pids;  // the servers' processes (their CPU over the window)
+    std::string mntr_servers;      // the servers to ask mntr (default: connect's)
+    int settle_ms = -1;            // latch-handoff: sleep instead of polling mntr (-1: poll)
 };
 
 [[noreturn]] void usage(const std::string& why) {
@@ -121,9 +138,10 @@ struct options {
                  "zkr_bench: %s\n"
                  "usage: zkr_bench zkr|raw-sync|raw-pipelined|raw-async "
                  "uncontended|contended|distinct|shared-reads|rw-mix|herd|rtt|\n"
-                 "       latch-handoff|latch-join|sem-uncontended|sem-contended CONNECT PATH\n"
+                 "       latch-handoff|latch-join|sem-uncontended|sem-contended|multi-lock CONNECT PATH\n"
                  "       [--threads T] [--seconds S] [--warmup W] [--start-at MS] [--emit-latencies]\n"
-                 "       [--write-percent P] [--waiters N] [--seed N] [--resolve-delay MS] [--max M]\n",
+                 "       [--write-percent P] [--waiters N] [--seed N] [--resolve-delay MS] [--max M]\n"
+                 "       [--server-pids P1,P2,...] [--mntr-servers HOST:PORT,...] [--settle-ms MS]\n",
                  why.c_str());
     std::exit(2);
 }
@@ -151,6 +169,12 @@ options parse(int argc, char** argv) {
             else if (a == "--clients") o.clients = std::stoi(value());
             else if (a == "--procs") o.procs = std::stoi(value());
             else if (a == "--pause-queued") o.pause_queued = std::stoi(value());
+            else if (a == "--server-pids") {
+                std::istringstream in(value());
+                for (std::string pid; std::getline(in, pid, ',');)
+                    if (!pid.empty()) o.server_pids.push_back(std::stoi(pid));
+            } else if (a == "--mntr-servers") o.mntr_servers = value();
+            else if (a == "--settle-ms") o.settle_ms = std::stoi(value());
             else if (a.rfind("--", 0) == 0) usage("unknown option " + a);
             else pos.push_back(a);
         } catch (const std::logic_error&) {
@@ -162,10 +186,13 @@ options parse(int argc, char** argv) {
     o.scenario = pos[1];
     o.connect = pos[2];
     o.path = pos[3];
+    if (o.mntr_servers.empty()) o.mntr_servers = o.connect;
     if (o.threads < 1 || o.seconds <= 0 || o.warmup < 0 || o.waiters < 1 || o.write_percent < 0 || o.write_percent > 100 ||
         o.max < 1)
         usage("out-of-range option");
-    if ((o.scenario == "uncontended" || o.scenario == "sem-uncontended" || o.scenario == "latch-join") && o.threads != 1)
+    if ((o.scenario == "uncontended" || o.scenario == "sem-uncontended" || o.scenario == "latch-join" ||
+         o.scenario == "multi-lock") &&
+        o.threads != 1)
         usage(o.scenario + " runs 1 thread");
     if (o.scenario == "latch-handoff" && o.waiters < 2) usage("latch-handoff needs --waiters >= 2");
     if (o.path.size() < 2 || o.path[0] != '/' || o.path.back() == '/') usage("PATH must be an absolute znode path");
@@ -259,6 +286,197 @@ window make_window(const options& o) {
     return w;
 }
 
+// ------------------------------------------------------------------ four-letter words, the server's cost
+
+/// Sends a four-letter word to one server ("host:port"); returns its reply.
+std::string four_letter_at(const std::string& server, const std::string& word) {
+    auto colon = server.rfind(':');
+    std::string host = colon == std::string::npos ? server : server.substr(0, colon);
+    std::string port = colon == std::string::npos ? "2181" : server.substr(colon + 1);
+    addrinfo hints{};
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* res = nullptr;
+    if (getaddrinfo(host.c_str(), port.c_str(), &hints, &res) != 0 || !res) throw std::runtime_error("4lw: cannot resolve " + server);
+    int fd = socket(res->ai_family, res->ai_socktype, res->ai_protocol);
+    if (fd < 0 || ::connect(fd, res->ai_addr, res->ai_addrlen) != 0) {
+        freeaddrinfo(res);
+        if (fd >= 0) close(fd);
+        throw std::runtime_error("4lw: cannot connect to " + server);
+    }
+    freeaddrinfo(res);
+    if (write(fd, word.data(), word.size()) != static_cast<ssize_t>(word.size())) {
+        close(fd);
+        throw std::runtime_error("4lw: write failed");
+    }
+    std::string reply;
+    char buf[4096];
+    for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) reply.append(buf, static_cast<std::size_t>(n));
+    close(fd);
+    return reply;
+}
+
+/// The host:port of every server of a connect string (its chroot dropped).
+std::vector<std::string> servers_of(const std::string& connect) {
+    std::vector<std::string> out;
+    std::istringstream in(connect.substr(0, connect.find('/')));
+    for (std::string s; std::getline(in, s, ',');)
+        if (!s.empty()) out.push_back(s);
+    if (out.empty()) throw std::runtime_error("no server in " + connect);
+    return out;
+}
+
+/// Sends a four-letter word to the first server of the connect string; returns its reply.
+std::string four_letter(const std::string& connect, const std::string& word) { return four_letter_at(servers_of(connect).front(), word); }
+
+/// One mntr counter of one server ("host:port"). Throws if it does not answer or has no such key.
+std::int64_t mntr_value(const std::string& server, const std::string& key) {
+    std::istringstream in(four_letter_at(server, "mntr"));
+    for (std::string line; std::getline(in, line);)
+        if (line.rfind(key + "\t", 0) == 0) return std::stoll(line.substr(key.size() + 1));
+    throw std::runtime_error("mntr of " + server + " has no " + key);
+}
+
+/// One mntr counter summed over every server of `servers` (a connect string): a request sent to
+/// a follower is counted there, not again on the leader it is forwarded to.
+std::int64_t mntr_sum(const std::string& servers, const std::string& key) {
+    std::int64_t total = 0;
+    for (const auto& server : servers_of(servers)) total += mntr_value(server, key);
+    return total;
+}
+
+/// Requests the servers have received so far (mntr zk_packets_received, every session's, summed).
+std::int64_t server_packets(const std::string& servers) { return mntr_sum(servers, "zk_packets_received"); }
+
+/// Watches the servers hold now, data and child (mntr zk_watch_count, summed).
+std::int64_t server_watch_count(const std::string& servers) { return mntr_sum(servers, "zk_watch_count"); }
+
+/// CPU time (utime + stime, s) the processes `pids` have used so far, summed; -1 if one of them
+/// cannot be read. /proc/PID/stat fields 14 and 15, in clock ticks, counted after the ")" that
+/// ends field 2 (a command name may hold spaces).
+double processes_cpu_s(const std::vector<int>& pids) {
+    static const double tick = double(sysconf(_SC_CLK_TCK));
+    double total = 0;
+    for (int pid : pids) {
+        std::FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+        if (!f) return -1;
+        char buf[2048];
+        std::size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+        std::fclose(f);
+        buf[n] = '\0';
+        const char* p = std::strrchr(buf, ')');
+        if (!p) return -1;
+        // After ")": field 3 (state) ... field 15 (stime): skip fields 3..13.
+        std::istringstream in(p + 1);
+        std::string skip;
+        for (int field = 3; field <= 13; ++field) in >> skip;
+        unsigned long long utime = 0, stime = 0;
+        if (!(in >> utime >> stime)) return -1;
+        total += double(utime + stime) / tick;
+    }
+    return total;
+}
+
+// Cycles ended and requests the benchmark sent itself, so far: read by window_sampler together
+// with the servers' counters, so that a window's requests are divided by the cycles that ended
+// between its two mntr samples, not by those of [t0, t1] (a sample taken late on a busy machine
+// would otherwise miscount).
+std::atomic<std::int64_t> cycles_done{0};
+std::atomic<std::int64_t> harness_sent{0};
+
+/// `n` cycles ended (a latch-handoff round: its hand-offs).
+void note_cycles(std::int64_t n = 1) { cycles_done.fetch_add(n, std::memory_order_relaxed); }
+
+/// One request sent by the benchmark itself (a poll, a watch of its own), not the recipe's.
+void note_harness() { harness_sent.fetch_add(1, std::memory_order_relaxed); }
+
+/// What the servers did between the window's two samples: every session's requests per cycle,
+/// the benchmark's own requests, the cycles that ended, and the server processes' CPU.
+struct server_cost {
+    double requests_per_cycle = -1;  // every session's, summed over the servers (-1: mntr not answered)
+    double harness = 0;              // requests this benchmark sent itself (not the recipe's)
+    double cycles = 0;               // cycles ended
+    double cpu_s = -1;               // the server processes' CPU (-1: no --server-pids)
+};
+
+/// Samples this process's CPU, each server's requests, the server processes' CPU, the cycles
+/// ended and the harness's requests at the window's start and its end, on a thread of its own
+/// (the measured threads are busy). The servers are asked one after the other: each server's
+/// requests are divided by the cycles that ended between its own two answers.
+class window_sampler {
+public:
+    window_sampler(const options& o, window w) : servers_(servers_of(o.mntr_servers)), pids_(o.server_pids) {
+        for (auto& v : packets_) v.assign(servers_.size(), -1);
+        for (auto& v : at_) v.assign(servers_.size(), 0);
+        thread_ = std::thread([this, w] {
+            sample(0);  // once before: the first call's set-up must not stretch the sample at t0
+            std::this_thread::sleep_until(w.t0);
+            sample(0);
+            std::this_thread::sleep_until(w.t1);
+            sample(1);
+        });
+    }
+    ~window_sampler() { join(); }
+    void join() {
+        if (thread_.joinable()) thread_.join();
+    }
+    double cpu_s() const { return cpu_[1] - cpu_[0]; }
+    server_cost cost() const {
+        server_cost c;
+        c.harness = harness_[1] - harness_[0];
+        c.cycles = cycles_[1] - cycles_[0];
+        double per_cycle = 0;
+        for (std::size_t s = 0; s < servers_.size(); ++s) {
+            double cycles = at_[1][s] - at_[0][s];
+            if (packets_[0][s] < 0 || packets_[1][s] < 0 || cycles <= 0) return c;
+            // A four-letter word counts as a packet too: less the end sample's own mntr.
+            per_cycle += double(packets_[1][s] - packets_[0][s] - 1) / cycles;
+        }
+        c.requests_per_cycle = per_cycle;
+        if (server_cpu_[0] >= 0 && server_cpu_[1] >= 0) c.cpu_s = server_cpu_[1] - server_cpu_[0];
+        return c;
+    }
+
+private:
+    void sample(int i) {
+        // Counters read before and after a server's mntr: their mean is when it answered.
+        auto c0 = cycles_done.load(), h0 = harness_sent.load();
+        cpu_[i] = cpu_seconds();
+        for (std::size_t s = 0; s < servers_.size(); ++s) {
+            auto before = cycles_done.load();
+            try {
+                packets_[i][s] = mntr_value(servers_[s], "zk_packets_received");
+            } catch (const std::exception&) {
+                packets_[i][s] = -1;
+            }
+            at_[i][s] = double(before + cycles_done.load()) / 2;
+        }
+        server_cpu_[i] = pids_.empty() ? -1 : processes_cpu_s(pids_);
+        cycles_[i] = double(c0 + cycles_done.load()) / 2;
+        harness_[i] = double(h0 + harness_sent.load()) / 2;
+    }
+    std::vector<std::string> servers_;
+    std::vector<int> pids_;
+    double cpu_[2] = {0, 0};
+    std::vector<std::int64_t> packets_[2];  // per server
+    std::vector<double> at_[2];             // per server: the cycles ended when it answered
+    double server_cpu_[2] = {-1, -1};
+    double cycles_[2] = {0, 0};
+    double harness_[2] = {0, 0};
+    std::thread thread_;
+};
+
+/// The servers' cost per cycle ended between the samples: server_requests_per_cycle (every
+/// request, the harness's included), harness_requests_per_cycle, server_cpu_ms_per_1000 (null
+/// where unknown).
+void add_server_cost(json_line& j, const server_cost& c) {
+    if (c.requests_per_cycle < 0) j.null("server_requests_per_cycle");
+    else j.num("server_requests_per_cycle", c.requests_per_cycle);
+    if (c.cycles <= 0) j.null("harness_requests_per_cycle");
+    else j.num("harness_requests_per_cycle", c.harness / c.cycles);
+    if (c.cpu_s < 0 || c.cycles <= 0) j.null("server_cpu_ms_per_1000");
+    else j.num("server_cpu_ms_per_1000", c.cpu_s * 1e3 / c.cycles * 1000.0);
+}
+
 /// Runs `wait` (joins); if it has not returned by `deadline`, reports the run as stuck and ends
 /// the process (a deadlocked lock must not hang the benchmark).
 void stuck_guard(clock_type::time_point deadline, const options& o, const std::function<void()>& wait) {
@@ -289,6 +507,7 @@ struct run_result {
     double cpu_s = 0;
     std::uint64_t errors = 0;
     std::string first_error;
+    server_cost server;  // the servers' cost over the window
 };
 
 /// Runs `cycle(thread index, rng)` on `threads` threads until the window closes. `cycle` does one
@@ -311,6 +530,7 @@ run_result run_threads(const options& o, int threads, const std::function<void(i
                     auto s = clock_type::now();
                     if (s >= w.t1) break;
                     cycle(i, rng);
+                    note_cycles();
                     auto e = clock_type::now();
                     if (e >= w.t0 && e <= w.t1) lat[i].push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(e - s).count());
                 }
@@ -322,16 +542,15 @@ run_result run_threads(const options& o, int threads, const std::function<void(i
             }
         });
     }
-    std::this_thread::sleep_until(w.t0);
-    double cpu0 = cpu_seconds();
-    std::this_thread::sleep_until(w.t1);
-    double cpu1 = cpu_seconds();
+    window_sampler sampler(o, w);
+    sampler.join();  // returns at the window's end
     stuck_guard(w.t1 + 20s, o, [&] {
         for (auto& t : pool) t.join();
     });
     run_result r;
     for (auto& v : lat) r.latencies_ns.insert(r.latencies_ns.end(), v.begin(), v.end());
-    r.cpu_s = cpu1 - cpu0;
+    r.cpu_s = sampler.cpu_s();
+    r.server = sampler.cost();
     r.errors = errors;
     r.first_error = first_error;
     return r;
@@ -346,6 +565,7 @@ std::string finish_timed(const options& o, const run_result& r, json_line j) {
     else j.null("cpu_ms_per_1000");
     j.integer("rss_kb", peak_rss_kb()).integer("errors", static_cast<std::int64_t>(r.errors));
     if (!r.first_error.empty()) j.str("error", r.first_error);
+    add_server_cost(j, r.server);
     if (o.emit_latencies) {
         std::string arr = "[";
         for (std::size_t i = 0; i < r.latencies_ns.size(); ++i) {
@@ -355,36 +575,6 @@ std::string finish_timed(const options& o, const run_result& r, json_line j) {
         j.raw("latencies_us", arr + "]");
     }
     return j.done();
-}
-
-// ------------------------------------------------------------------ four-letter words
-
-/// Sends a four-letter word to the first server of the connect string; returns its reply.
-std::string four_letter(const std::string& connect, const std::string& word) {
-    std::string first = connect.substr(0, connect.find_first_of(",/"));
-    auto colon = first.rfind(':');
-    std::string host = colon == std::string::npos ? first : first.substr(0, colon);
-    std::string port = colon == std::string::npos ? "2181" : first.substr(colon + 1);
-    addrinfo hints{};
-    hints.ai_socktype = SOCK_STREAM;
-    addrinfo* res = nullptr;
-    if (getaddrinfo(host.c_str(), port.c_str(), &hints, &res) != 0 || !res) throw std::runtime_error("4lw: cannot resolve " + first);
-    int fd = socket(res->ai_family, res->ai_socktype, res->ai_protocol);
-    if (fd < 0 || ::connect(fd, res->ai_addr, res->ai_addrlen) != 0) {
-        freeaddrinfo(res);
-        if (fd >= 0) close(fd);
-        throw std::runtime_error("4lw: cannot connect to " + first);
-    }
-    freeaddrinfo(res);
-    if (write(fd, word.data(), word.size()) != static_cast<ssize_t>(word.size())) {
-        close(fd);
-        throw std::runtime_error("4lw: write failed");
-    }
-    std::string reply;
-    char buf[4096];
-    for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) reply.append(buf, static_cast<std::size_t>(n));
-    close(fd);
-    return reply;
 }
 
 /// Watch notifications the server has triggered so far (mntr: the sums of the watch-count
@@ -470,87 +660,29 @@ void require_empty(zkr::client& c, const std::string& path) {
 // ------------------------------------------------------------------ zkr recipes (leader latch, semaphore)
 //
 // The zkr side of bench/java/RecipeBench.java: the same scenarios, the same measurements, the same
-// JSON (bench.py pairs them). On top: server_requests_per_cycle (sem-*, latch-join), the server's
-// packets received (mntr zk_packets_received) over the window / the cycles in it — every request of
-// every client, so it is this driver's only while nothing else talks to the server.
-
-/// Requests the server has received so far (mntr: zk_packets_received, every session's).
-std::int64_t server_packets(const std::string& connect) {
-    std::istringstream in(four_letter(connect, "mntr"));
-    for (std::string line; std::getline(in, line);) {
-        if (line.rfind("zk_packets_received\t", 0) == 0) return std::stoll(line.substr(line.find('\t') + 1));
-    }
-    return -1;
-}
-
-/// Watches the server holds now, data and child (mntr: zk_watch_count; -1 if not answered).
-std::int64_t server_watch_count(const std::string& connect) {
-    std::istringstream in(four_letter(connect, "mntr"));
-    for (std::string line; std::getline(in, line);) {
-        if (line.rfind("zk_watch_count\t", 0) == 0) return std::stoll(line.substr(line.find('\t') + 1));
-    }
-    return -1;
-}
-
-/// Samples the process's CPU and the server's packets at the window's start and its end, on a
-/// thread of its own (the measured threads are busy).
-class window_sampler {
-public:
-    window_sampler(const options& o, window w) : connect_(o.connect) {
-        thread_ = std::thread([this, w] {
-            std::this_thread::sleep_until(w.t0);
-            cpu_[0] = cpu_seconds();
-            packets_[0] = try_packets();
-            std::this_thread::sleep_until(w.t1);
-            cpu_[1] = cpu_seconds();
-            packets_[1] = try_packets();
-        });
-    }
-    ~window_sampler() {
-        if (thread_.joinable()) thread_.join();
-    }
-    void join() {
-        if (thread_.joinable()) thread_.join();
-    }
-    double cpu_s() const { return cpu_[1] - cpu_[0]; }
-    /// Server requests in the window, or -1 if mntr was not answered.
-    std::int64_t packets() const { return packets_[0] < 0 || packets_[1] < 0 ? -1 : packets_[1] - packets_[0]; }
-
-private:
-    std::int64_t try_packets() {
-        try {
-            return server_packets(connect_);
-        } catch (const std::exception&) {
-            return -1;
-        }
-    }
-    std::string connect_;
-    double cpu_[2] = {0, 0};
-    std::int64_t packets_[2] = {-1, -1};
-    std::thread thread_;
-};
-
-void add_requests(json_line& j, std::int64_t packets, std::size_t cycles) {
-    if (packets < 0 || cycles == 0) j.null("server_requests_per_cycle");
-    else j.num("server_requests_per_cycle", double(packets) / double(cycles));
-}
+// JSON (bench.py pairs them), with the servers' cost over the window (window_sampler): every
+// request of every client, so it is this driver's only while nothing else talks to the servers;
+// the polls and watches of the benchmark's own are counted apart (harness_requests_per_cycle).
 
 /// finish_timed's line with more fields appended.
 std::string with_fields(const std::string& line, const std::string& more) {
     return line.substr(0, line.size() - 1) + more + "}";
 }
 
-/// Children of `path` from its stat (0 if it is missing).
-int num_children(zkr::client& c, const std::string& path) {
+/// Children of `path` from its stat (0 if it is missing). `harness`: count the request as the
+/// benchmark's own.
+int num_children(zkr::client& c, const std::string& path, bool harness = false) {
     zkr::error_code ec;
+    if (harness) note_harness();
     auto r = c.exists(path, ec);
     if (ec) throw zkr::system_error(ec);
     return r.exists ? r.stat.num_children : 0;
 }
 
-void wait_for_children(zkr::client& c, const std::string& path, int n, std::chrono::seconds timeout, const char* what) {
+void wait_for_children(zkr::client& c, const std::string& path, int n, std::chrono::seconds timeout, const char* what,
+                       bool harness = false) {
     auto deadline = clock_type::now() + timeout;
-    while (num_children(c, path) != n) {
+    while (num_children(c, path, harness) != n) {
         if (clock_type::now() > deadline)
             throw std::runtime_error(std::string(what) + ": " + path + " has " + std::to_string(num_children(c, path)) +
                                      " children, expected " + std::to_string(n));
@@ -609,16 +741,19 @@ int run_zkr_latch_handoff(const options& o, zkr::client& client) {
                 subs.push_back(latches.back()->on_leadership([&q, i] { q.led(i); }));
                 latches.back()->start();
             }
-            wait_for_children(client, o.path, n, 60s, "latches joining");
+            // --settle-ms: give the joins (and the followers' watches) that long, then check the
+            // joins with as few polls as may be; no mntr in the window.
+            if (o.settle_ms >= 0) std::this_thread::sleep_for(std::chrono::milliseconds(o.settle_ms));
+            wait_for_children(client, o.path, n, 60s, "latches joining", true);
             // Every follower watches the one ahead before the chain starts (as RecipeBench waits for
             // wchs >= N - 1). zkr's waiters watch with child watches (on the node ahead and on their
             // own node, set together), which wchs does not count: mntr's zk_watch_count does (data
             // and child watches, one per path and session), and it reaches N (every node watched)
             // once the last follower's watches are set.
-            if (watch_count) {
+            if (watch_count && o.settle_ms < 0) {
                 auto deadline = clock_type::now() + 2s;
                 try {
-                    while (server_watch_count(o.connect) < n && clock_type::now() < deadline) std::this_thread::sleep_for(1ms);
+                    while (server_watch_count(o.mntr_servers) < n && clock_type::now() < deadline) std::this_thread::sleep_for(1ms);
                 } catch (const std::exception&) {
                     watch_count = false;
                 }
@@ -644,7 +779,8 @@ int run_zkr_latch_handoff(const options& o, zkr::client& client) {
                 }
                 cur = nxt;
             }
-            wait_for_children(client, o.path, 0, 30s, "latches leaving");
+            wait_for_children(client, o.path, 0, 30s, "latches leaving", true);
+            note_cycles(n - 1);  // the round's hand-offs, its requests all sent
             subs.clear();
             latches.clear();
             if (measured) ++rounds;
@@ -665,6 +801,7 @@ int run_zkr_latch_handoff(const options& o, zkr::client& client) {
     j.num("cpu_s", sampler.cpu_s());
     if (lat.empty()) j.null("cpu_ms_per_handoff");
     else j.num("cpu_ms_per_handoff", sampler.cpu_s() * 1e3 / double(lat.size()));
+    add_server_cost(j, sampler.cost());  // a cycle: a hand-off (and its round's share)
     j.integer("rss_kb", peak_rss_kb()).integer("errors", error.empty() ? 0 : 1);
     if (!error.empty()) j.str("error", error);
     std::cout << j.done() << std::endl;
@@ -680,7 +817,6 @@ int run_zkr_latch_join(const options& o, zkr::client& client) {
     window w = make_window(o);
     window_sampler sampler(o, w);
     run_result r;
-    std::size_t whole_cycles = 0;  // cycles ending in the window (for the requests per cycle)
     try {
         while (clock_type::now() < w.t1) {
             zkr::leader_latch latch(client, o.path, "join");
@@ -703,6 +839,7 @@ int run_zkr_latch_join(const options& o, zkr::client& client) {
                 e = led_at;
             }
             std::string ours = latch.node_path();
+            if (!ours.empty()) note_harness();
             auto seen = ours.empty() ? zkr::exists_result{} : client.exists(ours, zkr::set_watch);
             latch.close();
             if (seen.exists) {
@@ -711,7 +848,9 @@ int run_zkr_latch_join(const options& o, zkr::client& client) {
                 if (ev->type != zkr::event_type::deleted) {
                     // The watch ended otherwise (e.g. removed with the latch's own): poll for the deletion.
                     auto deadline = clock_type::now() + 30s;
-                    while (client.exists(ours).exists) {
+                    for (;;) {
+                        note_harness();
+                        if (!client.exists(ours).exists) break;
                         if (clock_type::now() > deadline) throw std::runtime_error("the closed latch's node was not deleted");
                         std::this_thread::sleep_for(1ms);
                     }
@@ -720,8 +859,7 @@ int run_zkr_latch_join(const options& o, zkr::client& client) {
             std::int64_t t0 = std::chrono::duration_cast<std::chrono::nanoseconds>(w.t0.time_since_epoch()).count();
             std::int64_t t1 = std::chrono::duration_cast<std::chrono::nanoseconds>(w.t1.time_since_epoch()).count();
             if (e >= t0 && e <= t1) r.latencies_ns.push_back(e - s);
-            auto end = now_ns();
-            if (end >= t0 && end <= t1) ++whole_cycles;
+            note_cycles();  // join + close + deletion seen
         }
     } catch (const std::exception& e) {
         ++r.errors;
@@ -729,10 +867,8 @@ int run_zkr_latch_join(const options& o, zkr::client& client) {
     }
     sampler.join();
     r.cpu_s = sampler.cpu_s();
-    json_line extra;
-    add_requests(extra, sampler.packets(), whole_cycles);
-    std::string more = extra.done();  // {"server_requests_per_cycle": x}
-    std::cout << with_fields(finish_timed(o, r, header(o)), ", " + more.substr(1, more.size() - 2)) << std::endl;
+    r.server = sampler.cost();
+    std::cout << finish_timed(o, r, header(o)) << std::endl;
     zkr::error_code ec;
     client.remove(o.path, zkr::any_version, ec);
     return r.errors ? 1 : 0;
@@ -746,8 +882,7 @@ int run_zkr_semaphore(const options& o, zkr::client& client) {
     std::vector<std::unique_ptr<zkr::semaphore>> sems(static_cast<std::size_t>(o.threads));
     std::atomic<int> holders{0}, most{0};
     const int max = o.max;
-    window w = make_window(o);
-    window_sampler sampler(o, w);
+    window w = make_window(o);  // run_threads's, give or take microseconds
     // acquire() alone (the caller waits for it; release() returns at once), per thread: (end, latency).
     std::vector<std::vector<std::pair<clock_type::time_point, std::int64_t>>> acquires(static_cast<std::size_t>(o.threads));
     run_result r = run_threads(
@@ -764,7 +899,6 @@ int run_zkr_semaphore(const options& o, zkr::client& client) {
             --holders;
             l.release();
         });
-    sampler.join();
     if (r.errors == 0 && !o.start_at_ms) {
         try {
             for (const char* sub : {"/leases", "/locks"}) {
@@ -783,7 +917,6 @@ int run_zkr_semaphore(const options& o, zkr::client& client) {
     json_line extra;
     extra.integer("max_leases", max).integer("most_held", most.load());
     extra.num("acquire_p50_us", percentile_us(acquire_ns, 0.5)).num("acquire_p99_us", percentile_us(acquire_ns, 0.99));
-    add_requests(extra, sampler.packets(), r.latencies_ns.size());
     std::string more = extra.done();
     std::cout << with_fields(finish_timed(o, r, header(o)), ", " + more.substr(1, more.size() - 2)) << std::endl;
     sems.clear();
@@ -930,7 +1063,7 @@ int run_zkr_queue_depth(const options& o, zkr::client& client) {
     std::int64_t packets = -1;
     auto packets_now = [&]() -> std::int64_t {
         try {
-            return server_packets(o.connect);
+            return server_packets(o.mntr_servers);
         } catch (const std::exception&) {
             return -1;
         }
@@ -1113,8 +1246,20 @@ int run_zkr(const options& o) {
     // Lock objects per thread (made on the thread: holds belong to threads).
     std::vector<std::unique_ptr<zkr::mutex>> mutexes(static_cast<std::size_t>(o.threads));
     std::vector<std::unique_ptr<zkr::shared_mutex>> rws(static_cast<std::size_t>(o.threads));
+    std::vector<std::unique_ptr<zkr::multi_lock>> multis(static_cast<std::size_t>(o.threads));
     std::function<void(int)> prepare;
-    if (o.scenario == "uncontended" || o.scenario == "contended" || o.scenario == "distinct") {
+    if (o.scenario == "multi-lock") {
+        // Two mutexes as one (Curator's side: InterProcessMultiLock over the same two paths).
+        paths = {path + "/a", path + "/b"};
+        prepare = [&](int i) { multis[static_cast<std::size_t>(i)] = std::make_unique<zkr::multi_lock>(client, paths); };
+        cycle = [&](int i, std::mt19937_64&) {
+            auto& m = *multis[static_cast<std::size_t>(i)];
+            m.lock();
+            checks[0].write_in();
+            checks[0].write_out();
+            m.unlock();
+        };
+    } else if (o.scenario == "uncontended" || o.scenario == "contended" || o.scenario == "distinct") {
         bool distinct = o.scenario == "distinct";
         for (int i = 0; i < (distinct ? o.threads : 1); ++i) paths.push_back(distinct ? path + "/t" + std::to_string(i) : path);
         prepare = [&, distinct](int i) {
@@ -1163,6 +1308,7 @@ int run_zkr(const options& o) {
     if (!o.start_at_ms) {
         zkr::error_code ec;
         for (auto& p : paths) client.remove(p, zkr::any_version, ec);
+        if (o.scenario == "multi-lock") client.remove(path, zkr::any_version, ec);
     }
     return r.errors ? 1 : 0;
 }

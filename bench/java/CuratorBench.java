@@ -4,6 +4,7 @@
 //
 //   CuratorBench curator SCENARIO CONNECT PATH [--threads T] [--seconds S] [--warmup W]
 //       [--start-at MS] [--emit-latencies] [--write-percent P] [--waiters N] [--seed N]
+//       [--server-pids P1,P2,...] [--mntr-servers HOST:PORT,...] [--settle-ms MS]
 //   CuratorBench warmup          (loads the classes, no server: for the class-data-sharing archive)
 //
 // Scenarios: uncontended, contended, distinct, shared-reads, rw-mix, herd (see zkr_bench.cpp),
@@ -17,6 +18,13 @@
 //   queue-limit     Curator-named contender nodes added --step at a time (up to --waiters) under
 //                   PATH, an InterProcessMutex attempt after each step: the queue length at which
 //                   Curator's client fails (its 1 MiB packet limit on the listing)
+//   multi-lock      1 thread: InterProcessMultiLock over the InterProcessMutexes PATH/a and PATH/b
+// The timed scenarios, latch-join, latch-handoff and sem-* add the servers' cost over the window,
+// as zkr_bench: server_requests_per_cycle (mntr zk_packets_received summed over --mntr-servers,
+// default CONNECT's), harness_requests_per_cycle (the benchmark's own polls and watches among them)
+// and server_cpu_ms_per_1000 (utime + stime of the --server-pids processes, /proc/PID/stat).
+// latch-handoff --settle-ms MS: once all have joined, sleep MS instead of polling wchs (a 4lw
+// costs the server CPU that is not the recipe's).
 // CPU is the process's (OperatingSystemMXBean.getProcessCpuTime: user+sys, every thread: JIT and
 // GC included) over the measured window; RSS is VmHWM from /proc/self/status.
 // Build with bench/java/build.sh.
@@ -39,6 +47,7 @@ import java.util.concurrent.atomic.AtomicLong;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.locks.InterProcessMultiLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.retry.ExponentialBackoffRetry;
@@ -54,6 +63,9 @@ public final class CuratorBench {
         int writePercent = 10, waiters = 10;
         long seed = 1;
         int max = 3, step = 1000;
+        int[] serverPids = new int[0]; // the servers' processes (their CPU over the window)
+        String mntrServers;            // the servers to ask mntr (default: connect's)
+        int settleMs = -1;             // latch-handoff: sleep instead of polling wchs (-1: poll)
     }
 
     static final class Usage extends RuntimeException {
@@ -87,6 +99,11 @@ public final class CuratorBench {
                         case "--seed": o.seed = Long.parseLong(v); break;
                         case "--max": o.max = Integer.parseInt(v); break;
                         case "--step": o.step = Integer.parseInt(v); break;
+                        case "--server-pids":
+                            o.serverPids = Arrays.stream(v.split(",")).filter(x -> !x.isEmpty()).mapToInt(Integer::parseInt).toArray();
+                            break;
+                        case "--mntr-servers": o.mntrServers = v; break;
+                        case "--settle-ms": o.settleMs = Integer.parseInt(v); break;
                         default: throw new Usage("unknown option " + a);
                     }
                 } catch (NumberFormatException e) {
@@ -101,12 +118,13 @@ public final class CuratorBench {
         o.scenario = pos.get(1);
         o.connect = pos.get(2);
         o.path = pos.get(3);
+        if (o.mntrServers == null) o.mntrServers = o.connect;
         if (!o.driver.equals("curator")) throw new Usage("this driver is 'curator'");
         if (o.threads < 1 || o.seconds <= 0 || o.warmup < 0 || o.waiters < 1 || o.writePercent < 0 || o.writePercent > 100
                 || o.max < 1 || o.step < 1)
             throw new Usage("out-of-range option");
-        if ((o.scenario.equals("uncontended") || o.scenario.equals("sem-uncontended") || o.scenario.equals("latch-join"))
-                && o.threads != 1) throw new Usage(o.scenario + " runs 1 thread");
+        if ((o.scenario.equals("uncontended") || o.scenario.equals("sem-uncontended") || o.scenario.equals("latch-join")
+                || o.scenario.equals("multi-lock")) && o.threads != 1) throw new Usage(o.scenario + " runs 1 thread");
         if (o.scenario.equals("latch-handoff") && o.waiters < 2) throw new Usage("latch-handoff needs --waiters >= 2");
         return o;
     }
@@ -188,6 +206,77 @@ public final class CuratorBench {
         double cpuS;
         long errors;
         String firstError;
+        ServerCost server = new ServerCost(); // the servers' cost over the window
+    }
+
+    /**
+     * Cycles ended and requests the benchmark sent itself, so far: read by the window's sampler
+     * (RecipeBench.CpuWindow) together with the servers' counters, so that a window's requests are
+     * divided by the cycles that ended between its two mntr samples, not by those of [t0, t1] (a
+     * sample taken late on a busy machine would otherwise miscount).
+     */
+    static final AtomicLong cyclesDone = new AtomicLong();
+    static final AtomicLong harnessSent = new AtomicLong();
+
+    /** `n` cycles ended (a latch-handoff round: its hand-offs). */
+    static void noteCycles(long n) {
+        cyclesDone.addAndGet(n);
+    }
+
+    /** One request sent by the benchmark itself (a poll, a watch of its own), not the recipe's. */
+    static void noteHarness() {
+        harnessSent.incrementAndGet();
+    }
+
+    /** What the servers did between the window's samples: requests per cycle, the harness's, cycles ended, CPU. */
+    static final class ServerCost {
+        double requestsPerCycle = -1;  // every session's, summed over the servers (-1: mntr not answered)
+        double harness = 0;            // requests this benchmark sent itself (not the recipe's)
+        double cycles = 0;             // cycles ended
+        double cpuS = -1;              // the server processes' CPU (-1: no --server-pids)
+    }
+
+    /** server_requests_per_cycle, harness_requests_per_cycle, server_cpu_ms_per_1000 (null where unknown). */
+    static void addServerCost(Json j, ServerCost c) {
+        if (c.requestsPerCycle < 0) j.raw("server_requests_per_cycle", "null");
+        else j.num("server_requests_per_cycle", c.requestsPerCycle);
+        if (c.cycles <= 0) j.raw("harness_requests_per_cycle", "null");
+        else j.num("harness_requests_per_cycle", c.harness / c.cycles);
+        if (c.cpuS < 0 || c.cycles <= 0) j.raw("server_cpu_ms_per_1000", "null");
+        else j.num("server_cpu_ms_per_1000", c.cpuS * 1e3 / c.cycles * 1000.0);
+    }
+
+    /** Clock ticks per second of /proc/PID/stat (getconf CLK_TCK; 100, Linux's USER_HZ, if that fails). */
+    static final double CLK_TCK = clockTicks();
+
+    static double clockTicks() {
+        try {
+            Process p = new ProcessBuilder("getconf", "CLK_TCK").redirectErrorStream(true).start();
+            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.US_ASCII).trim();
+            if (p.waitFor() == 0) return Double.parseDouble(out);
+        } catch (Exception e) {
+            // fall through
+        }
+        return 100;
+    }
+
+    /**
+     * CPU time (utime + stime, s) of the processes `pids` so far, summed; -1 if one cannot be read.
+     * /proc/PID/stat fields 14 and 15, counted after the ")" that ends field 2.
+     */
+    static double processesCpuSeconds(int[] pids) {
+        double total = 0;
+        for (int pid : pids) {
+            try {
+                String stat = new String(Files.readAllBytes(Paths.get("/proc/" + pid + "/stat")), StandardCharsets.US_ASCII);
+                String[] f = stat.substring(stat.lastIndexOf(')') + 2).trim().split(" ");
+                // f[0] is field 3 (state): fields 14 and 15 are f[11] and f[12].
+                total += (Long.parseLong(f[11]) + Long.parseLong(f[12])) / CLK_TCK;
+            } catch (Exception e) {
+                return -1;
+            }
+        }
+        return total;
     }
 
     static long[] window(Options o) {
@@ -226,6 +315,7 @@ public final class CuratorBench {
                         long s = System.nanoTime();
                         if (s >= t1) break;
                         cycle.run(id, rng);
+                        cyclesDone.incrementAndGet();
                         long e = System.nanoTime();
                         if (e >= t0 && e <= t1) lat[id].add(e - s);
                     }
@@ -239,10 +329,8 @@ public final class CuratorBench {
             });
             pool[i].start();
         }
-        sleepUntil(t0);
-        double cpu0 = cpuSeconds();
-        sleepUntil(t1);
-        double cpu1 = cpuSeconds();
+        RecipeBench.CpuWindow sampler = new RecipeBench.CpuWindow(o, t0, t1);
+        double cpuS = sampler.seconds(); // returns at the window's end
         for (Thread t : pool) {
             t.join(Math.max(1, (t1 - System.nanoTime()) / 1_000_000 + 20_000));
             if (t.isAlive()) {
@@ -262,7 +350,8 @@ public final class CuratorBench {
         }
         RunResult r = new RunResult();
         r.latencies = all;
-        r.cpuS = cpu1 - cpu0;
+        r.cpuS = cpuS;
+        r.server = sampler.cost();
         r.errors = errors.get();
         r.firstError = firstError[0];
         return r;
@@ -280,6 +369,7 @@ public final class CuratorBench {
         else j.raw("cpu_ms_per_1000", "null");
         j.integer("rss_kb", peakRssKb()).integer("errors", r.errors);
         if (r.firstError != null) j.str("error", r.firstError);
+        addServerCost(j, r.server);
         if (o.emitLatencies) {
             StringBuilder a = new StringBuilder("[");
             for (int i = 0; i < r.latencies.length; i++) {
@@ -293,11 +383,26 @@ public final class CuratorBench {
 
     // ------------------------------------------------------------------ four-letter words
 
+    /** The host:port of every server of a connect string (its chroot dropped). */
+    static List<String> serversOf(String connect) {
+        int slash = connect.indexOf('/');
+        List<String> out = new ArrayList<>();
+        for (String s : (slash < 0 ? connect : connect.substring(0, slash)).split(",")) {
+            if (!s.isEmpty()) out.add(s);
+        }
+        return out;
+    }
+
+    /** A four-letter word to the first server of the connect string. */
     static String fourLetter(String connect, String word) throws Exception {
-        String first = connect.split("[,/]")[0];
-        int colon = first.lastIndexOf(':');
-        String host = colon < 0 ? first : first.substring(0, colon);
-        int port = colon < 0 ? 2181 : Integer.parseInt(first.substring(colon + 1));
+        return fourLetterAt(serversOf(connect).get(0), word);
+    }
+
+    /** A four-letter word to one server ("host:port"). */
+    static String fourLetterAt(String server, String word) throws Exception {
+        int colon = server.lastIndexOf(':');
+        String host = colon < 0 ? server : server.substring(0, colon);
+        int port = colon < 0 ? 2181 : Integer.parseInt(server.substring(colon + 1));
         try (Socket s = new Socket(host, port)) {
             OutputStream out = s.getOutputStream();
             out.write(word.getBytes(StandardCharsets.US_ASCII));
@@ -321,6 +426,17 @@ public final class CuratorBench {
         String r = fourLetter(connect, "wchs");
         int at = r.indexOf("Total watches:");
         return at < 0 ? -1 : Long.parseLong(r.substring(at + 14).trim().split("\\s")[0]);
+    }
+
+    /** serverWatches summed over every server of `servers` (a client's watches are on the server it is connected to). */
+    static long serverWatchesAll(String servers) throws Exception {
+        long total = 0;
+        for (String server : serversOf(servers)) {
+            long n = serverWatches(server);
+            if (n < 0) return -1;
+            total += n;
+        }
+        return total;
     }
 
     // ------------------------------------------------------------------ scenarios
@@ -390,9 +506,24 @@ public final class CuratorBench {
         List<String> paths = new ArrayList<>();
         InterProcessMutex[] mutexes = new InterProcessMutex[o.threads];
         InterProcessReadWriteLock[] rws = new InterProcessReadWriteLock[o.threads];
+        InterProcessMultiLock[] multis = new InterProcessMultiLock[o.threads];
         Prepare prepare;
         Cycle cycle;
         switch (o.scenario) {
+            case "multi-lock": {
+                // Two mutexes as one (zkr's side: zkr::multi_lock over the same two paths).
+                paths.add(o.path + "/a");
+                paths.add(o.path + "/b");
+                prepare = id -> multis[id] = new InterProcessMultiLock(client, paths);
+                cycle = (id, rng) -> {
+                    InterProcessMultiLock m = multis[id];
+                    m.acquire();
+                    check.writeIn();
+                    check.writeOut();
+                    m.release();
+                };
+                break;
+            }
             case "uncontended":
             case "contended":
             case "distinct": {
@@ -447,6 +578,7 @@ public final class CuratorBench {
         System.out.flush();
         if (o.startAtMs == null) {
             for (String p : paths) deleteQuietly(client, p);
+            if (o.scenario.equals("multi-lock")) deleteQuietly(client, o.path);
         }
         return r.errors == 0 ? 0 : 1;
     }
@@ -527,6 +659,7 @@ public final class CuratorBench {
         CuratorFramework c = CuratorFrameworkFactory.newClient("127.0.0.1:1", 1000, 100, new ExponentialBackoffRetry(1000, 0));
         new InterProcessMutex(c, "/warmup");
         new InterProcessReadWriteLock(c, "/warmup");
+        new InterProcessMultiLock(c, Arrays.asList("/warmup/a", "/warmup/b"));
         new Json().num("x", 1.5).str("y", "z").done();
         new LongList().add(1);
         new Exclusion();

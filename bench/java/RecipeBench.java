@@ -46,13 +46,26 @@ final class RecipeBench {
 
     /** Children of `path` from its Stat (no listing: works however long the listing would be); 0 if missing. */
     static int numChildren(CuratorFramework c, String path) throws Exception {
+        return numChildren(c, path, false);
+    }
+
+    /** numChildren; `harness`: count the request as the benchmark's own. */
+    static int numChildren(CuratorFramework c, String path, boolean harness) throws Exception {
+        if (harness) {
+            CuratorBench.noteHarness();
+        }
         Stat st = c.checkExists().forPath(path);
         return st == null ? 0 : st.getNumChildren();
     }
 
     static void waitForChildren(CuratorFramework c, String path, int n, long timeoutMs, String what) throws Exception {
+        waitForChildren(c, path, n, timeoutMs, what, false);
+    }
+
+    static void waitForChildren(CuratorFramework c, String path, int n, long timeoutMs, String what, boolean harness)
+            throws Exception {
         long deadline = System.nanoTime() + timeoutMs * 1_000_000L;
-        while (numChildren(c, path) != n) {
+        while (numChildren(c, path, harness) != n) {
             if (System.nanoTime() > deadline) {
                 throw new IllegalStateException(what + ": " + path + " has " + numChildren(c, path) + " children, expected " + n);
             }
@@ -60,10 +73,14 @@ final class RecipeBench {
         }
     }
 
-    /** Requests the server has received so far (mntr zk_packets_received, every session's); -1 if unanswered. */
-    static long serverPackets(String connect) {
+    /**
+     * Requests one server ("host:port") has received so far (mntr zk_packets_received, every
+     * session's; a request sent to a follower is counted there, not again on the leader); -1 if it
+     * does not answer.
+     */
+    static long serverPackets(String server) {
         try {
-            for (String line : CuratorBench.fourLetter(connect, "mntr").split("\n")) {
+            for (String line : CuratorBench.fourLetterAt(server, "mntr").split("\n")) {
                 String[] kv = line.split("\t");
                 if (kv.length == 2 && kv[0].equals("zk_packets_received")) {
                     return Long.parseLong(kv[1].trim());
@@ -76,31 +93,35 @@ final class RecipeBench {
     }
 
     /**
-     * Samples the process's CPU time and the server's packets received at the window's start and
-     * end (on a thread of its own).
+     * Samples the process's CPU time, each server's requests (--mntr-servers), their processes' CPU
+     * (--server-pids), the cycles ended and the harness's requests (CuratorBench.cyclesDone,
+     * harnessSent) at the window's start and end, on a thread of its own. The servers are asked one
+     * after the other: each server's requests are divided by the cycles that ended between its own
+     * two answers.
      */
     static final class CpuWindow {
         final double[] cpu = {Double.NaN, Double.NaN};
-        final long[] packets = {-1, -1};
+        final List<String> servers;
+        final long[][] packets;  // [sample][server]
+        final double[][] at;     // [sample][server]: the cycles ended when it answered
+        final double[] serverCpu = {-1, -1};
+        final double[] cycles = {0, 0};
+        final double[] harness = {0, 0};
+        final long t1;
         final Thread sampler;
 
-        CpuWindow(long t0, long t1) {
-            this(t0, t1, null);
-        }
-
-        CpuWindow(long t0, long t1, String connect) {
+        CpuWindow(CuratorBench.Options o, long t0, long t1) {
+            this.t1 = t1;
+            this.servers = CuratorBench.serversOf(o.mntrServers);
+            this.packets = new long[2][servers.size()];
+            this.at = new double[2][servers.size()];
             sampler = new Thread(() -> {
                 try {
+                    sample(o, 0); // once before: the first call's class loading must not stretch the sample at t0
                     CuratorBench.sleepUntil(t0);
-                    cpu[0] = CuratorBench.cpuSeconds();
-                    if (connect != null) {
-                        packets[0] = serverPackets(connect);
-                    }
+                    sample(o, 0);
                     CuratorBench.sleepUntil(t1);
-                    cpu[1] = CuratorBench.cpuSeconds();
-                    if (connect != null) {
-                        packets[1] = serverPackets(connect);
-                    }
+                    sample(o, 1);
                 } catch (InterruptedException e) {
                     // leave NaN
                 }
@@ -109,22 +130,50 @@ final class RecipeBench {
             sampler.start();
         }
 
+        private void sample(CuratorBench.Options o, int i) {
+            // Counters read before and after a server's mntr: their mean is when it answered.
+            long c0 = CuratorBench.cyclesDone.get(), h0 = CuratorBench.harnessSent.get();
+            cpu[i] = CuratorBench.cpuSeconds();
+            for (int s = 0; s < servers.size(); s++) {
+                long before = CuratorBench.cyclesDone.get();
+                packets[i][s] = serverPackets(servers.get(s));
+                at[i][s] = (before + CuratorBench.cyclesDone.get()) / 2.0;
+            }
+            serverCpu[i] = o.serverPids.length == 0 ? -1 : CuratorBench.processesCpuSeconds(o.serverPids);
+            cycles[i] = (c0 + CuratorBench.cyclesDone.get()) / 2.0;
+            harness[i] = (h0 + CuratorBench.harnessSent.get()) / 2.0;
+        }
+
+        /** Waits for the window's end (and its samples), 20 s at most after it. */
+        private void join() throws InterruptedException {
+            sampler.join(Math.max(1, (t1 - System.nanoTime()) / 1_000_000 + 20_000));
+        }
+
         double seconds() throws InterruptedException {
-            sampler.join(5000);
+            join();
             return cpu[1] - cpu[0];
         }
 
-        /** The server's requests in the window, -1 if mntr was not answered. */
-        long packets() throws InterruptedException {
-            sampler.join(5000);
-            return packets[0] < 0 || packets[1] < 0 ? -1 : packets[1] - packets[0];
+        CuratorBench.ServerCost cost() throws InterruptedException {
+            join();
+            CuratorBench.ServerCost c = new CuratorBench.ServerCost();
+            c.harness = harness[1] - harness[0];
+            c.cycles = cycles[1] - cycles[0];
+            double perCycle = 0;
+            for (int s = 0; s < servers.size(); s++) {
+                double n = at[1][s] - at[0][s];
+                if (packets[0][s] < 0 || packets[1][s] < 0 || n <= 0) {
+                    return c;
+                }
+                // A four-letter word counts as a packet too: less the end sample's own mntr.
+                perCycle += (packets[1][s] - packets[0][s] - 1) / n;
+            }
+            c.requestsPerCycle = perCycle;
+            if (serverCpu[0] >= 0 && serverCpu[1] >= 0) {
+                c.cpuS = serverCpu[1] - serverCpu[0];
+            }
+            return c;
         }
-    }
-
-    /** ", \"server_requests_per_cycle\": x" (null if unknown). */
-    static String requestsField(long packets, long cycles) {
-        return ", \"server_requests_per_cycle\": "
-                + (packets < 0 || cycles == 0 ? "null" : String.format(java.util.Locale.ROOT, "%.6g", (double) packets / cycles));
     }
 
     static CuratorBench.Json latencyJson(CuratorBench.Json j, String prefix, long[] ns) {
@@ -156,7 +205,7 @@ final class RecipeBench {
         int n = o.waiters;
         long[] w = CuratorBench.window(o);
         long t0 = w[0], t1 = w[1];
-        CpuWindow cpu = new CpuWindow(t0, t1);
+        CpuWindow cpu = new CpuWindow(o, t0, t1);
         CuratorBench.LongList lat = new CuratorBench.LongList();
         int rounds = 0;
         String error = null;
@@ -183,12 +232,17 @@ final class RecipeBench {
                     });
                     latches[i].start();
                 }
-                waitForChildren(client, o.path, n, 60_000, "latches joining");
+                // --settle-ms: give the joins (and the followers' watches) that long, then check
+                // the joins with as few polls as may be; no 4lw in the window.
+                if (o.settleMs >= 0) {
+                    Thread.sleep(o.settleMs);
+                }
+                waitForChildren(client, o.path, n, 60_000, "latches joining", true);
                 // Every follower watches its predecessor (a data watch each) before the chain starts.
-                if (watchCount) {
+                if (watchCount && o.settleMs < 0) {
                     long deadline = System.nanoTime() + 2_000_000_000L;
                     try {
-                        while (CuratorBench.serverWatches(o.connect) < n - 1 && System.nanoTime() < deadline) {
+                        while (CuratorBench.serverWatchesAll(o.mntrServers) < n - 1 && System.nanoTime() < deadline) {
                             Thread.sleep(1);
                         }
                     } catch (Exception e) {
@@ -222,7 +276,8 @@ final class RecipeBench {
                     }
                     cur = next;
                 }
-                waitForChildren(client, o.path, 0, 30_000, "latches leaving");
+                waitForChildren(client, o.path, 0, 30_000, "latches leaving", true);
+                CuratorBench.noteCycles(n - 1); // the round's hand-offs, its requests all sent
                 if (measured) {
                     rounds++; // rounds with a hand-off in the window
                 }
@@ -236,6 +291,7 @@ final class RecipeBench {
         latencyJson(j, "handoff", ns);
         double cpuS = cpu.seconds();
         j.num("cpu_s", cpuS).num("cpu_ms_per_handoff", ns.length == 0 ? Double.NaN : cpuS * 1e3 / ns.length);
+        CuratorBench.addServerCost(j, cpu.cost()); // a cycle: a hand-off (and its round's share)
         j.integer("rss_kb", CuratorBench.peakRssKb()).integer("errors", error == null ? 0 : 1);
         if (error != null) {
             j.str("error", error);
@@ -254,8 +310,7 @@ final class RecipeBench {
     static int latchJoin(CuratorBench.Options o, CuratorFramework client) throws Exception {
         long[] w = CuratorBench.window(o);
         long t0 = w[0], t1 = w[1];
-        CpuWindow cpu = new CpuWindow(t0, t1, o.connect);
-        long wholeCycles = 0; // cycles ending in the window (for the requests per cycle)
+        CpuWindow cpu = new CpuWindow(o, t0, t1);
         CuratorBench.LongList lat = new CuratorBench.LongList();
         CuratorBench.RunResult r = new CuratorBench.RunResult();
         try {
@@ -287,6 +342,9 @@ final class RecipeBench {
                         gone.countDown();
                     }
                 };
+                if (ours != null) {
+                    CuratorBench.noteHarness();
+                }
                 Stat st = ours == null ? null : client.checkExists().usingWatcher(watcher).forPath(ours);
                 latch.close();
                 if (st != null && !gone.await(30, TimeUnit.SECONDS)) {
@@ -295,10 +353,7 @@ final class RecipeBench {
                 if (e >= t0 && e <= t1) {
                     lat.add(e - s);
                 }
-                long end = System.nanoTime();
-                if (end >= t0 && end <= t1) {
-                    wholeCycles++;
-                }
+                CuratorBench.noteCycles(1); // join + close + deletion seen
             }
         } catch (Exception e) {
             r.errors = 1;
@@ -306,8 +361,8 @@ final class RecipeBench {
         }
         r.latencies = Arrays.copyOf(lat.a, lat.n);
         r.cpuS = cpu.seconds();
-        String line = CuratorBench.finishTimed(o, r);
-        print(line.substring(0, line.length() - 1) + requestsField(cpu.packets(), wholeCycles) + "}");
+        r.server = cpu.cost();
+        print(CuratorBench.finishTimed(o, r));
         return r.errors == 0 ? 0 : 1;
     }
 
@@ -323,7 +378,6 @@ final class RecipeBench {
         AtomicInteger holders = new AtomicInteger();
         AtomicInteger most = new AtomicInteger();
         long[] w = CuratorBench.window(o); // runThreads's window, give or take microseconds
-        CpuWindow requests = new CpuWindow(w[0], w[1], o.connect);
         // acquire() alone, per thread: latencies of the acquisitions that ended in the window.
         CuratorBench.LongList[] acquires = new CuratorBench.LongList[o.threads];
         for (int i = 0; i < o.threads; i++) {
@@ -367,7 +421,7 @@ final class RecipeBench {
         String acquireFields = String.format(java.util.Locale.ROOT, ", \"acquire_p50_us\": %.6g, \"acquire_p99_us\": %.6g",
                 CuratorBench.percentileUs(acq, 0.5), CuratorBench.percentileUs(acq, 0.99));
         print(line.substring(0, line.length() - 1) + ", \"max_leases\": " + o.max + ", \"most_held\": " + most.get()
-                + acquireFields + requestsField(requests.packets(), r.latencies.length) + "}");
+                + acquireFields + "}");
         if (o.startAtMs == null) {
             CuratorBench.deleteQuietly(client, o.path + "/leases");
             CuratorBench.deleteQuietly(client, o.path + "/locks");
