@@ -2,6 +2,7 @@
 // on the group, as Curator's GroupMember builds it from PersistentNode and CuratorCache.
 #include "zkr/group_member.hpp"
 
+#include "toolkit/recipe_path.hpp"
 #include "zkr/path.hpp"
 
 #include <stdexcept>
@@ -9,17 +10,9 @@
 namespace zkr {
 
 namespace {
-const std::string& checked_id(const std::string& id) {
-    if (id.empty() || id == "." || id == ".." || id.find('/') != std::string::npos)
-        throw std::invalid_argument("zkr::group_member: member id \"" + id +
-                                    "\" is not a node name (empty, \".\", \"..\" and '/' are not allowed)");
-    if (auto problem = path_problem("/" + id); !problem.empty())
-        throw std::invalid_argument("zkr::group_member: member id \"" + id + "\": " + problem);
-    return id;
-}
 std::string member_path(const std::string& group, const std::string& id) {
     validate_path(group);  // std::invalid_argument naming the rule, before join_path
-    return join_path(group, checked_id(id));
+    return join_path(group, detail::checked_node_name(id, "zkr::group_member", "member id"));
 }
 }  // namespace
 

@@ -185,23 +185,13 @@ private:
 
 namespace zkr {
 
-namespace {
-const std::string& checked_child(const std::string& name) {
-    if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos)
-        throw std::invalid_argument("zkr::ttl_node: child name \"" + name +
-                                    "\" is not a node name (empty, \".\", \"..\" and '/' are not allowed)");
-    if (auto problem = path_problem("/" + name); !problem.empty())
-        throw std::invalid_argument("zkr::ttl_node: child name \"" + name + "\": " + problem);
-    return name;
-}
-}  // namespace
-
 ttl_node::ttl_node(client& c, std::string path, std::chrono::milliseconds ttl, std::string data, ttl_node_options options) {
     detail::check_recipe_path(c, path, "zkr::ttl_node", "node path");
     detail::check_node_data(c, path, data, "zkr::ttl_node", "node data");
     if (std::string why = detail::ttl_problem(create_mode::persistent, ttl); !why.empty())
         throw std::invalid_argument("zkr::ttl_node " + quoted_path(path) + ": " + why);
-    detail::check_recipe_path(c, join_path(path, checked_child(options.child_name)), "zkr::ttl_node", "child path");
+    const auto& child = detail::checked_node_name(options.child_name, "zkr::ttl_node", "child name");
+    detail::check_recipe_path(c, join_path(path, child), "zkr::ttl_node", "child path");
     if (options.touch_schedule_factor < 2)
         throw std::invalid_argument("zkr::ttl_node " + quoted_path(path) + ": touch_schedule_factor must be at least 2 (it is " +
                                     std::to_string(options.touch_schedule_factor) + ")");

@@ -15,6 +15,15 @@ constexpr std::size_t node_room = 512;
 
 }  // namespace
 
+const std::string& checked_node_name(const std::string& name, const char* who, const char* what) {
+    if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos)
+        throw std::invalid_argument(std::string(who) + ": " + what + " \"" + name +
+                                    "\" is not a node name (empty, \".\", \"..\" and '/' are not allowed)");
+    if (auto problem = path_problem("/" + name); !problem.empty())
+        throw std::invalid_argument(std::string(who) + ": " + what + " \"" + name + "\": " + problem);
+    return name;
+}
+
 void check_recipe_path(const zkr::client& c, std::string_view path, const char* who, const char* what) {
     auto fail = [&](const std::string& rule) {
         throw std::invalid_argument(std::string(who) + ": invalid " + what + " " + quoted_path(path) + ": " + rule);

@@ -9,6 +9,9 @@
 
 namespace zkr::detail {
 
+/// Returns `name`, or throws std::invalid_argument naming `who` and `what` ("member id", "child
+/// name") when it cannot be one node's name: empty, ".", "..", a '/', or against ZooKeeper's rules.
+const std::string& checked_node_name(const std::string& name, const char* who, const char* what);
 /// Throws std::invalid_argument, naming `who`, `what` ("lock path", "election path"...), the path
 /// (escaped, shortened when long) and the rule it breaks: ZooKeeper's path rules, the root "/",
 /// the server's own subtree "/zookeeper" (also through the client's chroot), or a path too long
