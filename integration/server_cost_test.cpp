@@ -61,7 +61,7 @@ TEST_CASE("server cost: an uncontended lock cycle shorter than the own-node watc
     m.unlock();
 }
 
-TEST_CASE("server cost: an uncontended semaphore cycle costs 6 requests; a fencing token asked for sends the lease's "
+TEST_CASE("server cost: an uncontended semaphore cycle costs 6 requests, a fencing token asked for sends the lease's "
           "watch once, and a lease that lasts learns of its node's deletion",
           "[server_cost][semaphore]") {
     const auto delay = zkr::detail::hold_registry::own_watch_delay;

@@ -1164,7 +1164,7 @@ TEST_CASE("zklock watch prints an update when a waiter joins", "[zklock]") {
     CHECK(hold.owns_lock());
 }
 
-TEST_CASE("zklock tree prints a subtree depth first, escaped, to a depth; --watch then prints every change", "[zklock]") {
+TEST_CASE("zklock tree prints a subtree depth first, escaped, to a depth, and with --watch then prints every change", "[zklock]") {
     scratch_dir dir;
     std::string connect = test_connect_string();
     std::string path = unique_path("zklock-tree");
