@@ -204,3 +204,24 @@ TEST_CASE("ttl node: zkr's ttl_node and Curator's PersistentTtlNode keep one pat
     curator.close("u");
     CHECK(eventually([&] { return !exists(other, path); }, 15s));
 }
+
+TEST_CASE("ttl node: a renewal whose reply is lost with the connection is resent, and the node is kept",
+          "[ttl_node][own_servers]") {
+    zkr::testkit::ensemble cluster(ttl_servers());
+    zkr::testkit::proxy proxy(cluster.address(0));
+    zkr::client c(test_options(proxy.address()));
+    zkr::client other(test_options(cluster.connect_string()));
+    c.wait_connected(10s);
+    const std::string path = "/lost-reply/alive";
+    // The first renewal's create is applied, its answer lost and the connection closed.
+    proxy.lose_next_reply({zkr::testkit::op_code::create_ttl}, 0, path + "/touch");
+    zkr::ttl_node node(c, path, 600ms, "payload");
+    node.start();
+    REQUIRE(node.wait_for_initial_create(15s));
+    CHECK(proxy.replies_lost() == 1);
+    CHECK(exists(other, path + "/touch"));
+    // Resent on the same session, it found its own child and touched it; renewals go on.
+    auto touches = node.touches();
+    CHECK(holds_throughout([&] { return exists(other, path + "/touch"); }, 1500ms));
+    CHECK(node.touches() >= touches + 2);
+}

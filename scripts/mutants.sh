@@ -78,6 +78,7 @@ ttl-never-renewed~recipes/nodes/ttl_node.cpp~        retry_.arm(period_, [weak] 
 not-empty-resent~recipes/toolkit/cleanup.cpp~        if (ec == errc::not_empty) return finish(ec);~~integration:ttl node: two keepers*
 ttl-container-wait-kept~recipes/nodes/ttl_node.cpp~self->stop_wait_.emit(asio::cancellation_type::all);~(void)self;~integration:ttl node: closed while it waits*
 dbarrier-listing-late-passes~recipes/barrier/double_barrier.cpp~        if (!listed) {\n            delete_own(p);\n            return false;~        if (!listed) {\n            return true;~integration:double barrier: an entrant whose listing cannot be answered*
+ttl-existing-child-not-touched~recipes/nodes/ttl_node.cpp~                             if (ec == errc::node_exists) return self->touch();~                             (void)0;~integration:ttl node: a renewal whose reply is lost*
 EOF
 )
 
