@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <vector>
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
@@ -58,7 +59,14 @@ TEST_CASE("forced session expiry: lost and then a new session that works", "[ses
     REQUIRE(eventually([&] { return c.is_connected() && c.session_id() != 0 && c.session_id() != old_session; }));
     CHECK(c.session_count() == 2);
     // The server may drop the connection first (suspended); then lost, then the new session.
-    auto states = log.snapshot();
+    // state() is live but listeners hear of a change later, on the executor: the log is waited
+    // for on its own, not read the moment the client reads connected.
+    std::vector<connection_state> states;
+    REQUIRE(eventually([&] {
+        states = log.snapshot();
+        auto lost = std::find(states.begin(), states.end(), connection_state::lost);
+        return lost != states.end() && lost + 1 != states.end();
+    }));
     auto lost = std::find(states.begin(), states.end(), connection_state::lost);
     REQUIRE(lost != states.end());
     REQUIRE(lost + 1 != states.end());
