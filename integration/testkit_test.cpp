@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iterator>
 #include <mutex>
 #include <optional>
@@ -206,6 +207,32 @@ TEST_CASE("zkr::testkit::proxy: forwards, counts, and loses a create reply after
     CHECK(back == big);
 
     for (const auto& p : {a, b, big_path}) CHECK(zoo_delete(direct.get(), p.c_str(), -1) == ZOK);
+}
+
+TEST_CASE("zkr::testkit::proxy: a held reply waits for the client's next request, the connection stays open", "[testkit]") {
+    const std::string upstream = first_host(zkr::test::test_connect_string());
+    zkr::testkit::proxy proxy(upstream);
+    session direct(upstream, 4000);
+    session s(proxy.address(), 10000);
+    const std::string path = unique_path("held");
+
+    proxy.hold_next_reply({zkr::test::zk_op::create, zkr::test::zk_op::create2}, path);
+    std::promise<int> created;
+    auto on_created = [](int rc, const char*, const void* p) {
+        static_cast<std::promise<int>*>(const_cast<void*>(p))->set_value(rc);
+    };
+    REQUIRE(zoo_acreate(s.get(), path.c_str(), "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, on_created, &created) == ZOK);
+    auto reply = created.get_future();
+    // The server applied it; its answer is held (the C client sends no ping while it waits).
+    REQUIRE(zkr::test::eventually([&] { return exists(direct.get(), path) == ZOK; }));
+    REQUIRE(zkr::test::eventually([&] { return proxy.replies_held() == 1; }));
+    CHECK(reply.wait_for(500ms) == std::future_status::timeout);
+    // Any request releases it, in order: the create's answer first.
+    CHECK(exists(s.get(), path) == ZOK);
+    REQUIRE(reply.wait_for(5s) == std::future_status::ready);
+    CHECK(reply.get() == ZOK);
+    CHECK(proxy.connections_accepted() == 1);
+    CHECK(zoo_delete(direct.get(), path.c_str(), -1) == ZOK);
 }
 
 TEST_CASE("zkr::testkit::proxy: passes non-ZooKeeper bytes and shuts down while partitioned", "[testkit]") {

@@ -100,6 +100,9 @@ struct connection {
     bool closed = false;
     bool reply_to_lose = false;  // lose_next_reply matched a request on this connection
     std::int32_t lose_xid = 0;
+    bool hold_reply = false;     // ...or hold_next_reply did: hold rather than lose it
+    bool holding = false;        // the server's bytes from that reply on wait in `held`
+    std::string held;
     bool cutting = false;           // a cut is on its way: nothing more is forwarded
     bool close_when_drained = false;  // the cut is due: close once what came before is written
 };
@@ -118,12 +121,14 @@ struct proxy::impl {
     std::atomic<bool> blackholed{false};
     std::atomic<bool> refusing{false};
     std::atomic<int> lost{0};
+    std::atomic<int> held{0};
     std::atomic<std::size_t> accepted{0};
     std::atomic<std::size_t> active{0};
     std::atomic<std::int64_t> delay_ns{0};  // per direction
 
     mutable std::mutex state_mutex;  // guards the members below
     bool armed = false;
+    bool armed_hold = false;  // hold_next_reply: the matched reply is held, not lost
     std::vector<int> armed_types;
     int armed_skip = 0;  // matching requests still to let through first
     std::string armed_path;  // if set, only requests naming this path match
@@ -300,11 +305,35 @@ struct proxy::impl {
                         (armed_path.empty() || armed_path == request_path) && armed_skip-- == 0) {
                         armed = false;
                         c.reply_to_lose = true;
+                        c.hold_reply = armed_hold;
                         c.lose_xid = xid;
+                    }
+                    if (c.holding) {
+                        // A request reaches the server: what it held back is sent (after this
+                        // request, as a server woken by it would).
+                        c.holding = false;
+                        s.in_off += 4 + static_cast<std::size_t>(len);
+                        emit(s, reinterpret_cast<const char*>(p), 4 + static_cast<std::size_t>(len));
+                        std::string release;
+                        release.swap(c.held);
+                        emit(c.s2c, release.data(), release.size());
+                        flush(c.client_fd, c.s2c);
+                        continue;
                     }
                 }
             } else if (c.reply_to_lose && len >= 16 && static_cast<std::int32_t>(be32(body)) == c.lose_xid) {
-                lose = true;
+                c.reply_to_lose = false;
+                if (c.hold_reply) {
+                    c.holding = true;
+                    held.fetch_add(1);
+                } else {
+                    lose = true;
+                }
+            }
+            if (c.holding && !client_to_server) {
+                c.held.append(reinterpret_cast<const char*>(p), 4 + static_cast<std::size_t>(len));
+                s.in_off += 4 + static_cast<std::size_t>(len);
+                continue;
             }
             s.in_off += 4 + static_cast<std::size_t>(len);
             if (lose) {
@@ -536,6 +565,7 @@ const std::string& proxy::upstream() const { return impl_->upstream; }
 
 void proxy::lose_next_reply(std::vector<int> op_codes, int skip, std::string path) {
     std::lock_guard<std::mutex> lock(impl_->state_mutex);
+    impl_->armed_hold = false;
     impl_->armed_types = std::move(op_codes);
     impl_->armed_skip = skip;
     impl_->armed_path = std::move(path);
@@ -543,6 +573,17 @@ void proxy::lose_next_reply(std::vector<int> op_codes, int skip, std::string pat
 }
 
 int proxy::replies_lost() const { return impl_->lost.load(); }
+
+void proxy::hold_next_reply(std::vector<int> op_codes, std::string path) {
+    std::lock_guard<std::mutex> lock(impl_->state_mutex);
+    impl_->armed_hold = true;
+    impl_->armed_types = std::move(op_codes);
+    impl_->armed_skip = 0;
+    impl_->armed_path = std::move(path);
+    impl_->armed = !impl_->armed_types.empty();
+}
+
+int proxy::replies_held() const { return impl_->held.load(); }
 
 void proxy::partition(bool on) {
     impl_->run_in_loop([this, on] { impl_->blackholed.store(on); });

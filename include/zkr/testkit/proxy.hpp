@@ -87,6 +87,14 @@ public:
     void lose_next_reply(std::vector<int> op_codes, int skip = 0, std::string path = {});
     /// How many replies lose_next_reply() dropped.
     int replies_lost() const;
+    /// One-shot: the reply to the next request whose op code is in `op_codes` (and that names
+    /// `path`, if set) is held, with everything the server sends after it, until the client sends
+    /// its next request; then the held bytes follow that request's. The connection stays open: a
+    /// server that answers nothing until a request wakes it (ZooKeeper 3.6.0 to 3.8.0's
+    /// ZOOKEEPER-4537). A later call, or lose_next_reply(), replaces one not yet matched.
+    void hold_next_reply(std::vector<int> op_codes, std::string path = {});
+    /// How many replies hold_next_reply() held.
+    int replies_held() const;
 
     /// Requests seen (forwarded or held) with `op` (pings too: op_code::ping).
     std::size_t requests_seen(int op) const;
