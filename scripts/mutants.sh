@@ -79,6 +79,12 @@ not-empty-resent~recipes/toolkit/cleanup.cpp~        if (ec == errc::not_empty) 
 ttl-container-wait-kept~recipes/nodes/ttl_node.cpp~self->stop_wait_.emit(asio::cancellation_type::all);~(void)self;~integration:ttl node: closed while it waits*
 dbarrier-listing-late-passes~recipes/barrier/double_barrier.cpp~        if (!listed) {\n            delete_own(p);\n            return false;~        if (!listed) {\n            return true;~integration:double barrier: an entrant whose listing cannot be answered*
 ttl-existing-child-not-touched~recipes/nodes/ttl_node.cpp~                             if (ec == errc::node_exists) return self->touch();~                             (void)0;~integration:ttl node: a renewal whose reply is lost*
+probe-never~src/stall_probe.hpp~        if (after_.count() <= 0) return false;~        return false;~integration:stall probe: a reply the server holds*
+probe-no-backoff~src/stall_probe.hpp~        return base * (1 << std::min(probes_, max_doublings));~        return base;~unit:[stall_probe]
+probe-reset-on-any-answer~src/stall_probe.hpp~        if (probes_ > 0 && (!in.oldest_unanswered || *in.oldest_unanswered > last_probe_)) probes_ = 0;~        if (probes_ > 0 && in.last_reply > last_probe_) probes_ = 0;~unit:[stall_probe]
+probe-ignores-round-trips~src/stall_probe.hpp~        duration base = std::max<duration>(after_, round_trip_floor * round_trips_waited);~        duration base = after_;~unit:[stall_probe]
+probe-waits-on-own-requests~src/client_impl.cpp~        if (r->sent_generation == generation && !r->session_own) return r->sent_at;~        if (r->sent_generation == generation) return r->sent_at;~integration:stall probe: an idle session on a slow link*
+probe-while-answers-stream~src/stall_probe.hpp~        if (in.now - in.last_sent < wait || in.now - in.last_reply < wait) return false;~        if (in.now - in.last_sent < wait) return false;~unit:[stall_probe]
 EOF
 )
 

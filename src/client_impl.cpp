@@ -50,6 +50,9 @@ client_options validated(client_options o) {
     if (o.connection_timeout.count() <= 0)
         throw std::invalid_argument("zkr::client_options::connection_timeout must be positive, got " +
                                     describe(o.connection_timeout));
+    if (o.stall_probe_after.count() < 0 || o.stall_probe_after > o.session_timeout)
+        throw std::invalid_argument("zkr::client_options::stall_probe_after must be within 0 (off) and the session_timeout (" +
+                                    describe(o.session_timeout) + "), got " + describe(o.stall_probe_after));
     if (!o.retry_policy) throw std::invalid_argument("zkr::client_options::retry_policy must not be null");
     for (std::size_t i = 0; i < o.auth.size(); ++i) {
         if (o.auth[i].user.empty())
@@ -91,6 +94,7 @@ client_impl::client_impl(client_options options)
       lost_timer_(rt_->session),
       reopen_timer_(rt_->session),
       heartbeat_timer_(rt_->session),
+      stall_probe_(options_.stall_probe_after),
       closer_timer_(rt_->session) {
     if (auto slash = options_.connect.find('/'); slash != std::string::npos) chroot_ = options_.connect.substr(slash);
     if (chroot_ == "/") chroot_.clear();
@@ -187,6 +191,13 @@ std::chrono::steady_clock::time_point client_impl::lease_until(std::int64_t sess
 
 void client_impl::note_reply(const request& r, int rc) {
     if (!server_answered(rc)) return;
+    auto now = std::chrono::steady_clock::now();
+    last_reply_.store(now.time_since_epoch().count(), std::memory_order_relaxed);
+    // Completion threads of two handles may overlap for a moment: a lost update only nudges an estimate.
+    round_trip_floor_.store(stall_probe::next_round_trip_floor(std::chrono::steady_clock::duration(round_trip_floor_.load(std::memory_order_relaxed)),
+                                                               now - r.sent_at)
+                                .count(),
+                            std::memory_order_relaxed);
     std::lock_guard lock(lease_mutex_);
     if (r.sent_generation == lease_generation_ && r.sent_at > lease_sent_) lease_sent_ = r.sent_at;
 }
@@ -342,6 +353,7 @@ void client_impl::track_in_flight(request* r) {
     r->in_flight_prev = nullptr;
     r->in_flight_next = in_flight_head_;
     if (in_flight_head_) in_flight_head_->in_flight_prev = r;
+    else in_flight_tail_ = r;
     in_flight_head_ = r;
 }
 
@@ -350,6 +362,7 @@ void client_impl::unlink_in_flight(request* r) {
     if (r->in_flight_prev) r->in_flight_prev->in_flight_next = r->in_flight_next;
     else in_flight_head_ = r->in_flight_next;
     if (r->in_flight_next) r->in_flight_next->in_flight_prev = r->in_flight_prev;
+    else in_flight_tail_ = r->in_flight_prev;
     r->in_flight_prev = r->in_flight_next = nullptr;
     if (answer_waiters_ > 0) in_flight_answered_.notify_all();
 }
@@ -386,6 +399,14 @@ void client_impl::wait_for_answers(std::uint64_t generation, std::chrono::millis
     ++answer_waiters_;
     in_flight_answered_.wait_for(lock, bound, [&] { return !has_in_flight(generation); });
     --answer_waiters_;
+}
+
+std::optional<std::chrono::steady_clock::time_point> client_impl::oldest_in_flight(std::uint64_t generation) const {
+    std::lock_guard lock(in_flight_mutex_);
+    // Newest at the head: the oldest of `generation` is the one nearest the tail.
+    for (request* r = in_flight_tail_; r; r = r->in_flight_prev)
+        if (r->sent_generation == generation && !r->session_own) return r->sent_at;
+    return std::nullopt;
 }
 
 std::size_t client_impl::in_flight() const {

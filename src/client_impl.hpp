@@ -12,7 +12,8 @@
 // |                                 | posted to the session thread                              |                                |
 // | zkr-session (one per client)    | session events, lost timer, lease heartbeat, retry        | user code; blocking C calls    |
 // |                                 | backoff, parked requests, lock deadlines, guaranteed      | (zookeeper_init/close); waits  |
-// |                                 | deletes and sweeps, marking holds of a lost session lost  | on anything but its own queue  |
+// |                                 | deletes and sweeps, marking holds of a lost session lost, | on anything but its own queue  |
+// |                                 | probing a server that stopped answering (stall_probe.hpp) |                                |
 // | zkr-c-calls (one per client)    | zookeeper_init (DNS) and zookeeper_close (waits up to     | user code                      |
 // |                                 | 4.5 s for the server), closing given-up sessions          |                                |
 // | zkr-handlers (one per client,   | user completion handlers, state listeners, lock-lost      | session machinery              |
@@ -57,6 +58,7 @@
 #include "requests.hpp"
 #include "runtime.hpp"
 #include "session_port.hpp"
+#include "stall_probe.hpp"
 #include "watch_registry.hpp"
 #include "zkr/client.hpp"
 
@@ -68,6 +70,7 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <thread>
 #include <unordered_set>
@@ -170,6 +173,9 @@ public:
     void untrack_in_flight(request* r);
     /// How many requests the C client holds now (tests).
     std::size_t in_flight() const;
+    /// When the oldest request handle `generation` still holds for a caller was sent (the
+    /// session's own heartbeats and probes left out); none if it holds none.
+    std::optional<std::chrono::steady_clock::time_point> oldest_in_flight(std::uint64_t generation) const;
     /// For tests: the calling thread's next request is taken as sent but never reaches the C
     /// client, like a request whose completion libzookeeper_mt loses as its handle closes.
     void lose_next_request_for_tests() { lose_next_request_on_ = std::this_thread::get_id(); }
@@ -245,6 +251,7 @@ private:
     // Requests the C client holds (sent, completion not run yet): an intrusive list.
     mutable std::mutex in_flight_mutex_;
     request* in_flight_head_ = nullptr;
+    request* in_flight_tail_ = nullptr;  // the oldest sent
     std::atomic<std::thread::id> lose_next_request_on_{};
     // Handles waiting for their requests' answers before they close (under in_flight_mutex_;
     // the timers are the session thread's).
@@ -271,7 +278,11 @@ private:
     std::atomic<std::uint64_t> c_client_down_{0};
     std::atomic<std::int64_t> negotiated_timeout_{0};
     std::atomic<std::uint64_t> session_count_{0};
-    std::atomic<std::int64_t> last_sent_{0};  // steady clock ticks of the latest send
+    std::atomic<std::int64_t> last_sent_{0};   // steady clock ticks of the latest send
+    std::atomic<std::int64_t> last_reply_{0};  // steady clock ticks of the server's latest answer
+    // The low end of the round trips seen lately (stall_probe::note_round_trip), in steady clock
+    // ticks: written by the completion threads, read by the session thread.
+    std::atomic<std::int64_t> round_trip_floor_{0};
 
     // The lease: the server answered a request of handle `lease_generation_` that was sent at
     // `lease_sent_`; the session lives on the server at least a session timeout past that.
@@ -286,6 +297,8 @@ private:
     boost::asio::steady_timer lost_timer_;
     boost::asio::steady_timer reopen_timer_;
     boost::asio::steady_timer heartbeat_timer_;
+    stall_probe stall_probe_;  // probes a server that stopped answering (stall_probe.hpp)
+    bool stall_probe_reported_ = false;
     boost::asio::steady_timer closer_timer_;  // the given-up session being closed: its answer's deadline
     std::chrono::milliseconds reopen_delay_{250};
     std::unordered_set<request*> backing_off_;

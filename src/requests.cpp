@@ -383,7 +383,9 @@ public:
     zkr::operation observed_operation() const override { return zkr::operation::exists; }
     std::string_view observed_path() const override { return "/"; }
     explicit heartbeat_request(client_impl& c)
-        : typed_request(c, false, completion<>(completion<>::inline_fn([](error_code) {}))) {}
+        : typed_request(c, false, completion<>(completion<>::inline_fn([](error_code) {}))) {
+        session_own = true;
+    }
     int send(zhandle_t* zh) override { return zoo_aexists(zh, "/", 0, &on_reply, this); }
 
 private:

@@ -53,6 +53,7 @@ public:
     request* in_flight_prev = nullptr;
     request* in_flight_next = nullptr;
     bool in_flight = false;
+    bool session_own = false;      // a heartbeat or stall probe: the session's, not a caller's
     std::uint64_t observe_id = 0;  // nonzero once an observer was told it started
 
 protected:
@@ -76,7 +77,8 @@ request* make_set_data(client_impl& c, std::string path, std::string data, std::
 request* make_multi(client_impl& c, std::vector<multi_op> ops, completion<std::vector<multi_op_result>> done);
 /// Removes every watch of `ws`'s kind our session has on its path (REMOVE_WATCHES).
 request* make_remove_all_watches(client_impl& c, std::shared_ptr<watch_state> ws, completion<> done);
-/// A cheap read whose only purpose is its answer: it renews the session's lease when idle.
+/// A cheap read whose only purpose is its answer: it renews the session's lease when idle, and
+/// wakes a server that holds a request (the stall probe, stall_probe.hpp).
 request* make_heartbeat(client_impl& c);
 
 /// Drops only `ws` at the C client, leaving the server's watch for other local watchers

@@ -383,18 +383,46 @@ void client_impl::schedule_heartbeat() {
     // A quarter of the session timeout: the lease (two thirds of it) stays fresh with room for a
     // slow answer, and an idle client sends no more than the C client's own pings would.
     auto period = std::max(session_timeout() / 4, std::chrono::milliseconds(50));
-    heartbeat_timer_.expires_after(period);
+    // The stall probe looks more often (half its wait: a probe goes out within 1.5 waits).
+    auto tick = period;
+    if (options_.stall_probe_after.count() > 0)
+        tick = std::min(period, std::max(options_.stall_probe_after / 2, std::chrono::milliseconds(10)));
+    heartbeat_timer_.expires_after(tick);
     heartbeat_timer_.async_wait([weak = weak_from_this(), period](error_code ec) {
         auto self = weak.lock();
         if (!self || ec || self->closed_) return;
-        auto idle = std::chrono::steady_clock::now().time_since_epoch().count() - self->last_sent_.load();
+        using clock = std::chrono::steady_clock;
+        auto now = clock::now();
+        auto last_sent = clock::time_point(clock::duration(self->last_sent_.load()));
         bool connected;
+        std::uint64_t generation;
         {
             std::shared_lock lock(self->handle_mutex_);
             connected = self->zh_ && zoo_state(self->zh_) == ZOO_CONNECTED_STATE;
+            generation = self->generation_;
         }
-        if (connected && idle >= std::chrono::steady_clock::duration(period).count())
+        if (connected && now - last_sent >= period) {
             self->submit(make_heartbeat(*self));
+        } else {
+            stall_probe_inputs in{connected,
+                                  generation,
+                                  now,
+                                  self->oldest_in_flight(generation),
+                                  last_sent,
+                                  clock::time_point(clock::duration(self->last_reply_.load())),
+                                  clock::duration(self->round_trip_floor_.load())};
+            if (self->stall_probe_.due(in)) {
+                if (!self->stall_probe_reported_) {  // once per client: an operator's clue, not a stream
+                    self->stall_probe_reported_ = true;
+                    log::write(log::level::info,
+                               "zkr::client: the server answered nothing for " +
+                                   std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(now - *in.oldest_unanswered).count()) +
+                                   " ms with a request waiting; probing it (ZooKeeper 3.6.0 to 3.8.0 can hold a request "
+                                   "until its next one arrives: ZOOKEEPER-4537, fixed in 3.6.4, 3.7.2 and 3.8.1)");
+                }
+                self->submit(make_heartbeat(*self));
+            }
+        }
         self->schedule_heartbeat();
     });
 }
