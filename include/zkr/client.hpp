@@ -51,14 +51,17 @@ struct client_options {
     std::chrono::milliseconds session_timeout{10'000};
     /// How long the blocking wait for the first connection waits when no time is given.
     std::chrono::milliseconds connection_timeout{15'000};
-    /// A request the server has not answered for this long, with nothing else sent or answered
-    /// on the session meanwhile, makes the client send the server one cheap read ("exists /");
-    /// each probe left unanswered doubles the wait before the next (up to 64 times this). Why:
-    /// ZooKeeper 3.6.0 to 3.8.0 (Debian 12's 3.8.0 among them; fixed in 3.6.4, 3.7.2 and 3.8.1:
-    /// ZOOKEEPER-4537) can leave a request of a lone busy client unanswered until the next request
-    /// reaches that server, and the C client sends no ping while a request waits: without a probe
-    /// the connection times out after 2/3 of the session timeout. Zero turns probing off; at most
-    /// session_timeout.
+    /// A request the server has not answered for this long (or for 8 of the round trips the
+    /// session saw lately, if that is longer: a distant or slow server is not probed on every
+    /// request), with nothing else sent or answered on the session meanwhile, makes the client
+    /// send the server one cheap read ("exists /"). Each probe that changes nothing doubles the
+    /// wait before the next (up to 64 times); the session's own heartbeats and probes are never
+    /// waited on. Why: ZooKeeper 3.6.0 to 3.8.0 (Debian 12's 3.8.0 among them; fixed in 3.6.4,
+    /// 3.7.2 and 3.8.1: ZOOKEEPER-4537) can leave a request of a lone busy client unanswered until
+    /// the next request reaches that server, and the C client sends no ping while a request waits:
+    /// without a probe the connection times out after 2/3 of the session timeout. Zero turns
+    /// probing off; at most session_timeout (past a quarter of it the idle heartbeat, also an
+    /// "exists /", comes first).
     std::chrono::milliseconds stall_probe_after{100};
     /// Retries of idempotent operations (sequential creates are never retried blindly).
     retry::policy_ptr retry_policy = retry::default_policy();
