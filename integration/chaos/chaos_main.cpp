@@ -243,6 +243,7 @@ struct worker {
     std::string stats;
     bool cache_checked = false;  // it said "cache ok": its tree_cache equalled the server's tree
     bool counter_checked = false;  // it said "counter ok": no increment applied twice or missing
+    bool latch_checked = false;    // it said "latch ok": every round's count exact, each released
     bool metrics_checked = false;  // it said "metrics ok": its observer counted every hold, once
     std::vector<std::string> errors;  // "error ..." lines: exceptions and broken promises it saw
     bool killed = false;
@@ -324,8 +325,11 @@ int main(int argc, char** argv) {
                 else if (line->rfind("rss ", 0) == 0) raw->rss.emplace_back(now_ns(), std::stol(line->substr(4)));
                 else if (line->rfind("stats ", 0) == 0) raw->stats = *line;
                 else if (line->rfind("cache ok", 0) == 0) raw->cache_checked = true;
-                else if (line->rfind("counter ok", 0) == 0 || line->rfind("metrics ok", 0) == 0) {
-                    (line->rfind("counter ok", 0) == 0 ? raw->counter_checked : raw->metrics_checked) = true;
+                else if (line->rfind("counter ok", 0) == 0 || line->rfind("metrics ok", 0) == 0 ||
+                         line->rfind("latch ok", 0) == 0) {
+                    (line->rfind("counter ok", 0) == 0  ? raw->counter_checked
+                     : line->rfind("latch ok", 0) == 0 ? raw->latch_checked
+                                                        : raw->metrics_checked) = true;
                     std::fprintf(stderr, "worker %d: %s\n", raw->id, line->c_str());
                 }
                 else {
@@ -478,6 +482,10 @@ int main(int argc, char** argv) {
         if (!w->counter_checked && w->errors.empty()) {
             ++check_errors;
             std::fprintf(stderr, "worker %d made no counter check\n", w->id);
+        }
+        if (!w->latch_checked && w->errors.empty()) {
+            ++check_errors;
+            std::fprintf(stderr, "worker %d made no latch check\n", w->id);
         }
         if (!w->metrics_checked && w->errors.empty()) {
             ++check_errors;

@@ -2,7 +2,10 @@
 // read/write lock, writing to the fenced resource (the soak driver's fence) while state() says
 // held; beside them, a thread changing /chaos-config, a tree_cache of it and a persistent_node
 // registering the worker (/chaos-members/w<ID>), and two threads incrementing the worker's counter
-// (/chaos-counters/w<ID>, a zkr::atomic_long each). It runs until its stdin closes, then checks its
+// (/chaos-counters/w<ID>, a zkr::atomic_long each), and one counting down latches of its own
+// round after round (/chaos-latches/w<ID>-<ROUND>, a zkr::count_down_latch each: a round where
+// every call answered reads 1 after three of four count-downs, and is released after the fourth,
+// else "error latch ..."; "latch ok" at the end). It runs until its stdin closes, then checks its
 // cache against the server and its registration ("cache ok", or an error line), and its counter
 // against the increments it was told were applied ("counter ok", or an error line: one applied
 // twice, or one reported applied and missing), and its zkr::metrics (the client's observer)
@@ -25,6 +28,7 @@
 // Whether it holds is zkr's state(), as read: the worker keeps no clock of its own on it.
 #include "zkr/atomic.hpp"
 #include "zkr/client.hpp"
+#include "zkr/count_down_latch.hpp"
 #include "zkr/log.hpp"
 #include "zkr/metrics.hpp"
 #include "zkr/mutex.hpp"
@@ -44,6 +48,7 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -320,6 +325,72 @@ void check_counter(zkr::client& c, const std::string& path, const counter_tally&
     say("error counter after 12 s: " + why);
 }
 
+// The count-down latch under the same faults. A round: a latch of the worker's own is given a
+// count of 4 and counted down 4 times. Where every call answered, its count reads 1 after three
+// (0 would be a count-down applied twice, 2 one reported and not applied) and it is released
+// after the fourth. A call that threw (outcome_unknown, or the retry policy gave up) leaves the
+// round in doubt: it is only cleaned up. Reads are retried for up to 15 s (a fault may cut them).
+struct latch_tally {
+    std::atomic<long> rounds{0}, in_doubt{0}, wrong{0};
+};
+
+void count_down_rounds(zkr::client& c, int id, std::atomic<bool>& stop, latch_tally& t) {
+    constexpr std::int64_t count = 4;
+    for (long round = 0; !stop; ++round) {
+        zkr::count_down_latch latch(c, "/chaos-latches/w" + std::to_string(id) + "-" + std::to_string(round));
+        // Retries `read` until it answers, the worker is told to stop, or 15 s passed: nullopt then.
+        auto settled = [&](auto read) -> std::optional<decltype(read())> {
+            auto deadline = clock_type::now() + 15s;
+            while (!stop && clock_type::now() < deadline) {
+                try {
+                    return read();
+                } catch (const zkr::system_error& e) {
+                    if (e.code() == zkr::errc::client_closed) return std::nullopt;
+                    std::this_thread::sleep_for(100ms);
+                }
+            }
+            return std::nullopt;
+        };
+        bool doubt = false;
+        try {
+            if (!latch.try_set_count(count)) doubt = true;  // a latch left by an earlier worker of this id
+            for (std::int64_t i = 0; i < count - 1 && !doubt; ++i) latch.count_down();
+        } catch (const zkr::system_error& e) {
+            if (e.code() == zkr::errc::client_closed) return;
+            doubt = true;
+        }
+        if (!doubt) {
+            auto left = settled([&] { return latch.count(); });
+            if (!left) break;  // told to stop: the round is not counted
+            if (*left != 1) {
+                ++t.wrong;
+                say("error latch " + latch.path() + " reads " + std::to_string(*left) + " after " + std::to_string(count - 1) +
+                    " of " + std::to_string(count) + " count-downs that answered");
+            }
+            try {
+                latch.count_down();
+            } catch (const zkr::system_error& e) {
+                if (e.code() == zkr::errc::client_closed) return;
+                doubt = true;
+            }
+            if (!doubt) {
+                auto released = settled([&] { return latch.await_for(1s); });
+                if (!released) break;
+                auto after = settled([&] { return latch.count(); });
+                if (!after) break;
+                if (!*released || *after != 0) {
+                    ++t.wrong;
+                    say("error latch " + latch.path() + (*released ? "" : " not released") + " reads " + std::to_string(*after) +
+                        " after its last count-down answered");
+                }
+                ++t.rounds;
+            }
+        }
+        if (doubt) ++t.in_doubt;
+        settled([&] { latch.remove(); return true; });
+    }
+}
+
 // Once every thread is done: the metrics say what the threads did, through every fault.
 void check_metrics(zkr::client& c, const zkr::metrics& metrics, long holds) {
     if (!c.flush_observer(std::chrono::seconds(10))) {
@@ -383,6 +454,8 @@ int main(int argc, char** argv) {
     counter_tally counted;
     std::vector<std::thread> incrementers;
     for (int i = 0; i < 2; ++i) incrementers.emplace_back([&] { increment_counter(c, counter_path, stop, counted); });
+    latch_tally latches;
+    std::thread latch_rounds([&] { count_down_rounds(c, id, stop, latches); });
     std::thread memory([&] {
         while (!stop) {
             say("rss " + std::to_string(rss_kb()));
@@ -396,9 +469,12 @@ int main(int argc, char** argv) {
     for (auto& w : workers) w.join();
     mutator.join();
     for (auto& t : incrementers) t.join();
+    latch_rounds.join();
     memory.join();
     check_watch_recipes(c, cache, registration, alive);
     check_counter(c, counter_path, counted);
+    if (latches.wrong == 0)
+        say("latch ok rounds=" + std::to_string(latches.rounds.load()) + " in_doubt=" + std::to_string(latches.in_doubt.load()));
     check_metrics(c, *metrics, t.holds);
     say("stats holds=" + std::to_string(t.holds) + " writes=" + std::to_string(t.writes) +
         " refused=" + std::to_string(t.refused) + " probes=" + std::to_string(t.probes) +
