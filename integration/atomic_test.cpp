@@ -8,6 +8,7 @@
 #include "zkr/count_down_latch.hpp"
 #include "zkr/retry.hpp"
 #include "zkr/id_generator.hpp"
+#include "zkr/mutex.hpp"
 #include "zkr/path.hpp"
 #include "zkr/shared_count.hpp"
 #include "zkr/testkit.hpp"
@@ -381,4 +382,71 @@ TEST_CASE("atomic long: writers of several clients all get their turn (none star
     for (int w = 0; w < writers; ++w) CHECK(made[w] >= 5);
     zkr::client c(test_options(connect));
     CHECK(zkr::atomic_long(c, path).get().post == made[0] + made[1] + made[2] + made[3]);
+}
+
+// Curator's PromotedToLock: a change that lost max_attempts races takes the lock and tries again.
+namespace {
+// A counter whose cached version another client has just made stale without a writer record
+// (as a Curator writer would): its next change loses its first race for sure.
+void make_stale(zkr::client& other, const std::string& path, std::uint8_t value) {
+    other.set_data(path, bytes({0, 0, 0, 0, 0, 0, 0, value}));
+}
+}  // namespace
+
+TEST_CASE("atomic long promoted to a lock: a change that lost its races waits for the lock and is applied under it",
+          "[atomic][promoted]") {
+    std::string connect = test_connect_string(), path = unique_path("atomic-promoted"), lock_path = path + "-lock";
+    zkr::client c(test_options(connect)), other(test_options(connect));
+    zkr::atomic_long counter(c, path, zkr::atomic_options{.max_attempts = 1, .promote_to_lock = zkr::promoted_lock{lock_path, 20s, 5}});
+    REQUIRE(counter.increment().post == 1);
+    CHECK(zkr::test::queue_length(other, lock_path) == 0);  // not promoted while nobody races
+    make_stale(other, path, 100);
+
+    zkr::mutex holder(other, lock_path);
+    holder.lock();
+    auto change = std::async(std::launch::async, [&] { return counter.increment(); });
+    // Its one optimistic try lost: it queues for the lock behind the holder, and waits.
+    REQUIRE(eventually([&] { return zkr::test::queue_length(other, lock_path) == 2; }));
+    CHECK(zkr::test::holds_throughout([&] { return change.wait_for(0ms) == std::future_status::timeout; }, 300ms));
+    make_stale(other, path, 200);  // the holder writes: the waiter reads afresh once it has the lock
+    holder.unlock();
+    auto r = zkr::test::get_within(change, 20s, "the promoted increment");
+    CHECK(r.succeeded);
+    CHECK(r.pre == 200);
+    CHECK(r.post == 201);
+    CHECK(r.attempts == 2);  // the lost race, then one under the lock
+    CHECK(zkr::atomic_long(other, path).get().post == 201);
+    CHECK(eventually([&] { return zkr::test::queue_length(other, lock_path) == 0; }));  // released
+}
+
+TEST_CASE("atomic long promoted to a lock: the lock not had within lock_timeout gives the change up, its node gone",
+          "[atomic][promoted]") {
+    std::string connect = test_connect_string(), path = unique_path("atomic-promoted-timeout"), lock_path = path + "-lock";
+    zkr::client c(test_options(connect)), other(test_options(connect));
+    zkr::atomic_long counter(c, path, zkr::atomic_options{.max_attempts = 1, .promote_to_lock = zkr::promoted_lock{lock_path, 300ms, 5}});
+    REQUIRE(counter.increment().post == 1);
+    make_stale(other, path, 100);
+    zkr::mutex holder(other, lock_path);
+    holder.lock();
+    auto r = counter.increment();
+    CHECK_FALSE(r.succeeded);
+    CHECK(r.attempts == 1);
+    CHECK(r.post == 100);
+    CHECK(zkr::atomic_long(other, path).get().post == 100);  // not applied
+    CHECK(eventually([&] { return zkr::test::queue_length(other, lock_path) == 1; }));  // the holder's node alone
+    holder.unlock();
+}
+
+TEST_CASE("atomic long promoted to a lock: a lock path that is the counter's, under it or broken is refused, naming it",
+          "[atomic][promoted]") {
+    zkr::client c(test_options(test_connect_string()));
+    auto with_lock = [](std::string lock, std::chrono::milliseconds timeout = 1s, int attempts = 1) {
+        return zkr::atomic_options{.max_attempts = 1, .promote_to_lock = zkr::promoted_lock{std::move(lock), timeout, attempts}};
+    };
+    CHECK_THROWS_WITH(zkr::atomic_long(c, "/counters/a", with_lock("/counters/a")), Catch::Contains("lock_path") && Catch::Contains("under it"));
+    CHECK_THROWS_WITH(zkr::atomic_long(c, "/counters/a", with_lock("/counters/a/lock")), Catch::Contains("lock_path"));
+    CHECK_THROWS_WITH(zkr::atomic_long(c, "/counters/a", with_lock("no-slash")), Catch::Contains("lock_path"));
+    CHECK_THROWS_WITH(zkr::atomic_long(c, "/counters/a", with_lock("/locks/a", -1ms)), Catch::Contains("lock_timeout"));
+    CHECK_THROWS_WITH(zkr::atomic_long(c, "/counters/a", with_lock("/locks/a", 1s, 0)), Catch::Contains("promoted_lock::max_attempts"));
+    CHECK_NOTHROW(zkr::atomic_long(c, "/counters/a", with_lock("/counters/ab")));  // a sibling sharing a prefix is fine
 }

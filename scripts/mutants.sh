@@ -85,6 +85,9 @@ probe-reset-on-any-answer~src/stall_probe.hpp~        if (probes_ > 0 && (!in.ol
 probe-ignores-round-trips~src/stall_probe.hpp~        duration base = std::max<duration>(after_, round_trip_floor * round_trips_waited);~        duration base = after_;~unit:[stall_probe]
 probe-waits-on-own-requests~src/client_impl.cpp~        if (r->sent_generation == generation && !r->session_own) return r->sent_at;~        if (r->sent_generation == generation) return r->sent_at;~integration:stall probe: an idle session on a slow link*
 probe-while-answers-stream~src/stall_probe.hpp~        if (in.now - in.last_sent < wait || in.now - in.last_reply < wait) return false;~        if (in.now - in.last_sent < wait) return false;~unit:[stall_probe]
+promoted-never~recipes/atomic/atomic_engine.cpp~            if (!promoted_ || promoted.held) return {false, s.value, s.value, attempts};~            return {false, s.value, s.value, attempts};~integration:atomic long promoted to a lock*
+promoted-lock-kept~recipes/atomic/atomic_engine.cpp~                held->unlock();~                (void)held;~integration:atomic long promoted to a lock: a change that lost*
+promoted-stale-read~recipes/atomic/atomic_engine.cpp~            read(p);  // under the lock: what the last writer left~            // under the lock: what the last writer left~integration:atomic long promoted to a lock: a change that lost*
 EOF
 )
 

@@ -7,8 +7,10 @@
 
 #include "zkr/client.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace zkr {
@@ -23,10 +25,29 @@ struct atomic_result {
     int attempts = 0;        ///< versioned writes sent (1 when nobody else wrote meanwhile)
 };
 
+/// Curator's PromotedToLock: a change that lost `atomic_options::max_attempts` races takes a
+/// lock and tries again under it. The lock is a zkr::mutex at `lock_path`: Curator's
+/// InterProcessMutex layout, so zkr and Curator counters promoted to one path share it. It only
+/// orders the writers that take it: a writer still trying optimistically can win a race against
+/// the holder, which then tries again (up to `max_attempts`).
+struct promoted_lock {
+    /// The lock's path: a valid ZooKeeper path, neither the counter's nor under it (its nodes
+    /// would be the counter's children).
+    std::string lock_path;
+    /// How long a change waits for the lock; not acquired in time, the change gives up
+    /// (succeeded = false). Not negative.
+    std::chrono::milliseconds lock_timeout{std::chrono::seconds(10)};
+    /// Versioned writes under the lock before the change gives up. At least 1.
+    int max_attempts = 100;
+};
+
 /// How a counter retries when another writer changed the node between its read and its write.
 struct atomic_options {
-    /// Versioned writes per operation before it gives up (succeeded = false). At least 1.
+    /// Versioned writes per operation before it gives up (succeeded = false), or is promoted to
+    /// the lock. At least 1.
     int max_attempts = 100;
+    /// When set, a change that lost max_attempts races is tried again under this lock.
+    std::optional<promoted_lock> promote_to_lock{};
 };
 
 namespace detail {

@@ -49,10 +49,24 @@ atomic_engine::atomic_engine(client& c, std::string path, int width, atomic_opti
     if (options.max_attempts < 1)
         throw std::invalid_argument(std::string(who) + ": atomic_options::max_attempts must be at least 1 (it is " +
                                     std::to_string(options.max_attempts) + ")");
+    if (const auto& promote = options.promote_to_lock) {
+        const std::string& lock = promote->lock_path;
+        check_recipe_path(c, lock, who, "promoted_lock::lock_path");
+        if (lock == path_ || (lock.size() > path_.size() && lock.compare(0, path_.size(), path_) == 0 && lock[path_.size()] == '/'))
+            throw std::invalid_argument(std::string(who) + ": promoted_lock::lock_path " + quoted_path(lock) +
+                                        " is the counter's path or under it (its nodes would be the counter's children)");
+        if (promote->lock_timeout.count() < 0)
+            throw std::invalid_argument(std::string(who) + ": promoted_lock::lock_timeout must not be negative (it is " +
+                                        std::to_string(promote->lock_timeout.count()) + " ms)");
+        if (promote->max_attempts < 1)
+            throw std::invalid_argument(std::string(who) + ": promoted_lock::max_attempts must be at least 1 (it is " +
+                                        std::to_string(promote->max_attempts) + ")");
+    }
     auto p = port_of(c);
     if (p->closed()) throw zkr::system_error(make_error_code(errc::client_closed), std::string(who) + " on a closed client");
     port_ = p->weak_port();
     path_mutex_ = per_client<counter_locks>(*p)->of(path_);
+    if (options.promote_to_lock) promoted_ = std::make_unique<zkr::mutex>(c, options.promote_to_lock->lock_path);  // sends nothing
 }
 
 atomic_engine::~atomic_engine() {
@@ -179,6 +193,19 @@ atomic_result<std::int64_t> atomic_engine::update(const std::function<std::optio
     // The counter's mzxid when the first try that may have been applied unseen was sent: an
     // mzxid, not a version, since a counter deleted and made again starts its versions over.
     std::optional<std::int64_t> doubt_mzxid;
+    int limit = options_.max_attempts;
+    // Promoted (Curator's PromotedToLock): the lock is held until the call returns, however it does.
+    struct lock_release {
+        zkr::mutex* held = nullptr;
+        ~lock_release() {
+            if (!held) return;
+            try {
+                held->unlock();
+            } catch (const zkr::system_error&) {
+                // lost with its session, or the client closed: nothing is held any more
+            }
+        }
+    } promoted;
     for (;;) {
         // A session in doubt (the connection down, or a new session): read afresh first, so that
         // a try settled after a session loss is judged against what the counter held when sent.
@@ -189,7 +216,14 @@ atomic_result<std::int64_t> atomic_engine::update(const std::function<std::optio
         seen s = cache_ ? *cache_ : read(p);
         auto next = change(s.value);
         if (!next) return {false, s.value, s.value, attempts};
-        if (attempts >= options_.max_attempts) return {false, s.value, s.value, attempts};
+        if (attempts >= limit) {
+            if (!promoted_ || promoted.held) return {false, s.value, s.value, attempts};
+            if (!promoted_->try_lock_for(options_.promote_to_lock->lock_timeout)) return {false, s.value, s.value, attempts};
+            promoted.held = promoted_.get();
+            limit = attempts + options_.promote_to_lock->max_attempts;
+            read(p);  // under the lock: what the last writer left
+            continue;
+        }
         ensure_writer(p);  // only for a change: a compare that fails makes nothing
         s = cache_ ? *cache_ : read(p);
         if (s.version < 0) {  // deleted since: made again by ensure_writer on the next turn

@@ -6,6 +6,7 @@
 
 #include "session_port.hpp"
 #include "zkr/atomic.hpp"
+#include "zkr/mutex.hpp"
 
 #include <functional>
 #include <mutex>
@@ -54,6 +55,7 @@ private:
     std::shared_ptr<std::mutex> path_mutex_;
     std::mutex mutex_;  // this object's state, under path_mutex_
     std::optional<seen> cache_;
+    std::unique_ptr<zkr::mutex> promoted_;  // options_.promote_to_lock's lock (made with the object)
     std::string writer_;                 // our record's path ("" until made)
     std::int64_t writer_session_ = 0;    // the session it was made on (ephemeral: goes with it)
     std::int32_t writer_version_ = 0;    // its data version as we last left it
