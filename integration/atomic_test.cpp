@@ -386,55 +386,57 @@ TEST_CASE("atomic long: writers of several clients all get their turn (none star
 
 // Curator's PromotedToLock: a change that lost max_attempts races takes the lock and tries again.
 namespace {
-// A counter whose cached version another client has just made stale without a writer record
-// (as a Curator writer would): its next change loses its first race for sure.
-void make_stale(zkr::client& other, const std::string& path, std::uint8_t value) {
-    other.set_data(path, bytes({0, 0, 0, 0, 0, 0, 0, value}));
-}
+// A counter promoted to `lock_path` after 1 lost race, with one change made (its version kept),
+// and another client that holds the lock.
+struct promoted_counter {
+    std::string connect = test_connect_string(), path, lock_path = path + "-lock";
+    zkr::client c{test_options(connect)}, other{test_options(connect)};
+    zkr::atomic_long counter;
+    zkr::mutex holder{other, lock_path};
+    promoted_counter(const std::string& name, std::chrono::milliseconds lock_timeout)
+        : path(unique_path(name)),
+          counter(c, path, zkr::atomic_options{.max_attempts = 1, .promote_to_lock = zkr::promoted_lock{lock_path, lock_timeout, 5}}) {
+        REQUIRE(counter.increment().post == 1);
+        CHECK(zkr::test::queue_length(other, lock_path) == 0);  // not promoted while nobody races
+    }
+    // Another client writes without a writer record (as a Curator writer would): the counter's
+    // kept version is stale, so its next change loses its first race for sure.
+    void write_behind(std::uint8_t value) { other.set_data(path, bytes({0, 0, 0, 0, 0, 0, 0, value})); }
+};
 }  // namespace
 
 TEST_CASE("atomic long promoted to a lock: a change that lost its races waits for the lock and is applied under it",
           "[atomic][promoted]") {
-    std::string connect = test_connect_string(), path = unique_path("atomic-promoted"), lock_path = path + "-lock";
-    zkr::client c(test_options(connect)), other(test_options(connect));
-    zkr::atomic_long counter(c, path, zkr::atomic_options{.max_attempts = 1, .promote_to_lock = zkr::promoted_lock{lock_path, 20s, 5}});
-    REQUIRE(counter.increment().post == 1);
-    CHECK(zkr::test::queue_length(other, lock_path) == 0);  // not promoted while nobody races
-    make_stale(other, path, 100);
-
-    zkr::mutex holder(other, lock_path);
-    holder.lock();
-    auto change = std::async(std::launch::async, [&] { return counter.increment(); });
+    promoted_counter t("atomic-promoted", 20s);
+    t.write_behind(100);
+    t.holder.lock();
+    auto change = std::async(std::launch::async, [&] { return t.counter.increment(); });
     // Its one optimistic try lost: it queues for the lock behind the holder, and waits.
-    REQUIRE(eventually([&] { return zkr::test::queue_length(other, lock_path) == 2; }));
+    REQUIRE(eventually([&] { return zkr::test::queue_length(t.other, t.lock_path) == 2; }));
     CHECK(zkr::test::holds_throughout([&] { return change.wait_for(0ms) == std::future_status::timeout; }, 300ms));
-    make_stale(other, path, 200);  // the holder writes: the waiter reads afresh once it has the lock
-    holder.unlock();
+    t.write_behind(200);  // the holder writes: the waiter reads afresh once it has the lock
+    t.holder.unlock();
     auto r = zkr::test::get_within(change, 20s, "the promoted increment");
     CHECK(r.succeeded);
     CHECK(r.pre == 200);
     CHECK(r.post == 201);
     CHECK(r.attempts == 2);  // the lost race, then one under the lock
-    CHECK(zkr::atomic_long(other, path).get().post == 201);
-    CHECK(eventually([&] { return zkr::test::queue_length(other, lock_path) == 0; }));  // released
+    CHECK(zkr::atomic_long(t.other, t.path).get().post == 201);
+    CHECK(eventually([&] { return zkr::test::queue_length(t.other, t.lock_path) == 0; }));  // released
 }
 
 TEST_CASE("atomic long promoted to a lock: the lock not had within lock_timeout gives the change up, its node gone",
           "[atomic][promoted]") {
-    std::string connect = test_connect_string(), path = unique_path("atomic-promoted-timeout"), lock_path = path + "-lock";
-    zkr::client c(test_options(connect)), other(test_options(connect));
-    zkr::atomic_long counter(c, path, zkr::atomic_options{.max_attempts = 1, .promote_to_lock = zkr::promoted_lock{lock_path, 300ms, 5}});
-    REQUIRE(counter.increment().post == 1);
-    make_stale(other, path, 100);
-    zkr::mutex holder(other, lock_path);
-    holder.lock();
-    auto r = counter.increment();
+    promoted_counter t("atomic-promoted-timeout", 300ms);
+    t.write_behind(100);
+    t.holder.lock();
+    auto r = t.counter.increment();
     CHECK_FALSE(r.succeeded);
     CHECK(r.attempts == 1);
     CHECK(r.post == 100);
-    CHECK(zkr::atomic_long(other, path).get().post == 100);  // not applied
-    CHECK(eventually([&] { return zkr::test::queue_length(other, lock_path) == 1; }));  // the holder's node alone
-    holder.unlock();
+    CHECK(zkr::atomic_long(t.other, t.path).get().post == 100);  // not applied
+    CHECK(eventually([&] { return zkr::test::queue_length(t.other, t.lock_path) == 1; }));  // the holder's node alone
+    t.holder.unlock();
 }
 
 TEST_CASE("atomic long promoted to a lock: a lock path that is the counter's, under it or broken is refused, naming it",
