@@ -280,7 +280,7 @@ private:
     std::atomic<std::uint64_t> session_count_{0};
     std::atomic<std::int64_t> last_sent_{0};   // steady clock ticks of the latest send
     std::atomic<std::int64_t> last_reply_{0};  // steady clock ticks of the server's latest answer
-    // The low end of the round trips seen lately (stall_probe::note_round_trip), in steady clock
+    // The low end of the round trips seen lately (stall_probe::next_round_trip_floor), in steady clock
     // ticks: written by the completion threads, read by the session thread.
     std::atomic<std::int64_t> round_trip_floor_{0};
 
