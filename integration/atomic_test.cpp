@@ -13,9 +13,13 @@
 #include "zkr/shared_count.hpp"
 #include "zkr/testkit.hpp"
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_future.hpp>
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <future>
+#include <limits>
 #include <set>
 #include <thread>
 
@@ -451,4 +455,114 @@ TEST_CASE("atomic long promoted to a lock: a lock path that is the counter's, un
     CHECK_THROWS_WITH(zkr::atomic_long(c, "/counters/a", with_lock("/locks/a", -1ms)), Catch::Contains("lock_timeout"));
     CHECK_THROWS_WITH(zkr::atomic_long(c, "/counters/a", with_lock("/locks/a", 1s, 0)), Catch::Contains("promoted_lock::max_attempts"));
     CHECK_NOTHROW(zkr::atomic_long(c, "/counters/a", with_lock("/counters/ab")));  // a sibling sharing a prefix is fine
+}
+
+TEST_CASE("atomic long and int: the async forms give the blocking calls' results, on the client's executor", "[atomic][async]") {
+    std::string connect = test_connect_string(), path = unique_path("atomic-async");
+    zkr::client c(test_options(connect));
+    zkr::atomic_long counter(c, path);
+    auto r = counter.async_increment(boost::asio::use_future).get();
+    CHECK((r.succeeded && r.pre == 0 && r.post == 1 && r.attempts == 1));
+    CHECK(counter.async_add(41, boost::asio::use_future).get().post == 42);
+    CHECK(counter.async_subtract(2, boost::asio::use_future).get().post == 40);
+    CHECK(counter.async_decrement(boost::asio::use_future).get().post == 39);
+    auto cas = counter.async_compare_and_set(7, 8, boost::asio::use_future).get();
+    CHECK((!cas.succeeded && cas.pre == 39 && cas.post == 39));
+    CHECK(counter.async_compare_and_set(39, 100, boost::asio::use_future).get().succeeded);
+    counter.async_force_set(-5, boost::asio::use_future).get();
+    CHECK(counter.async_get(boost::asio::use_future).get().post == -5);
+    CHECK(counter.get().post == -5);  // the blocking face reads what the async one wrote
+
+    // A callback runs on the client's executor, never on the C client's threads.
+    auto executor = counter.get_executor();
+    std::promise<bool> on_executor;
+    counter.async_increment([&](zkr::error_code ec, zkr::atomic_result<std::int64_t> res) {
+        auto* io = executor.target<boost::asio::io_context::executor_type>();
+        on_executor.set_value(!ec && res.post == -4 && io && io->running_in_this_thread());
+    });
+    auto on = on_executor.get_future();
+    REQUIRE(on.wait_for(10s) == std::future_status::ready);
+    CHECK(on.get());
+
+    // atomic_int: 32-bit values, wrapping as Java's int does.
+    zkr::atomic_int small(c, path + "-int");
+    small.async_force_set(std::numeric_limits<std::int32_t>::max(), boost::asio::use_future).get();
+    auto wrapped = small.async_increment(boost::asio::use_future).get();
+    CHECK((wrapped.pre == std::numeric_limits<std::int32_t>::max() && wrapped.post == std::numeric_limits<std::int32_t>::min()));
+    CHECK(small.get().post == std::numeric_limits<std::int32_t>::min());
+
+    // A node that holds no counter: the same error as the blocking call's.
+    zkr::atomic_long(c, path + "-bad").force_set(1);
+    c.set_data(path + "-bad", "abc");
+    auto bad = zkr::atomic_long(c, path + "-bad").async_increment(boost::asio::use_future);
+    try {
+        bad.get();
+        FAIL("an increment of a node holding 3 bytes succeeded");
+    } catch (const zkr::system_error& e) {
+        CHECK(e.code() == errc::bad_arguments);
+    }
+}
+
+TEST_CASE("atomic long: async increments started at once are applied once each, in order, the object gone before they end",
+          "[atomic][async]") {
+    std::string connect = test_connect_string(), path = unique_path("atomic-async-many");
+    zkr::client c(test_options(connect)), other(test_options(connect));
+    std::vector<std::future<zkr::atomic_result<std::int64_t>>> results;
+    {
+        zkr::atomic_long a(c, path), b(c, path);
+        for (int i = 0; i < 100; ++i) results.push_back((i % 2 ? a : b).async_increment(boost::asio::use_future));
+    }  // both objects gone: their operations go on
+    zkr::atomic_long rival(other, path);
+    for (int i = 0; i < 50; ++i) REQUIRE(rival.increment().succeeded);
+    std::vector<std::int64_t> posts;
+    for (auto& f : results) {
+        REQUIRE(f.wait_for(30s) == std::future_status::ready);
+        auto r = f.get();
+        CHECK(r.succeeded);
+        CHECK(r.post == r.pre + 1);
+        posts.push_back(r.post);
+    }
+    // One at a time per client and path, in the order started: each saw a larger value than the last.
+    CHECK(std::is_sorted(posts.begin(), posts.end()));
+    CHECK(std::set<std::int64_t>(posts.begin(), posts.end()).size() == 100);
+    CHECK(rival.get().post == 150);
+    // The gone objects' records leave the counter (the rival's is its only child).
+    CHECK(eventually([&] { return c.get_children(path).children.size() == 1; }));
+}
+
+TEST_CASE("atomic long: an async increment whose reply is lost is applied once", "[atomic][async]") {
+    std::string connect = test_connect_string(), path = unique_path("atomic-async-lost");
+    zkr::testkit::proxy proxy(first_server(connect));
+    zkr::client c(test_options(proxy.address(), 10000ms)), observer(test_options(first_server(connect)));
+    zkr::atomic_long counter(c, path);
+    REQUIRE(counter.async_add(41, boost::asio::use_future).get().post == 41);
+    proxy.lose_next_reply({zkr::test::zk_op::multi});
+    auto r = counter.async_increment(boost::asio::use_future).get();
+    CHECK(proxy.replies_lost() == 1);
+    CHECK((r.succeeded && r.pre == 41 && r.post == 42));
+    CHECK(zkr::atomic_long(observer, path).get().post == 42);
+}
+
+TEST_CASE("id generator: async_next hands out a block's ids in the order asked, one reservation at a time", "[atomic][id_generator][async]") {
+    std::string connect = test_connect_string(), path = unique_path("ids-async") + "/orders";
+    zkr::client c(test_options(connect));
+    std::vector<std::future<std::int64_t>> ids;
+    {
+        zkr::id_generator gen(c, path, 10);
+        for (int i = 0; i < 35; ++i) ids.push_back(gen.async_next(boost::asio::use_future));
+        CHECK(gen.next() == 36);  // behind the 35 asked before it
+    }  // gone: the calls still complete
+    for (int i = 0; i < 35; ++i) {
+        REQUIRE(ids[i].wait_for(30s) == std::future_status::ready);
+        CHECK(ids[i].get() == i + 1);
+    }
+    CHECK(zkr::atomic_long(c, path).get().post == 40);  // four blocks of 10, none twice
+
+    // A callback: its id from a new block.
+    zkr::id_generator gen(c, path, 3);
+    std::promise<std::int64_t> got;
+    gen.async_next([&](zkr::error_code ec, std::int64_t id) { got.set_value(ec ? -1 : id); });
+    auto f = got.get_future();
+    REQUIRE(f.wait_for(10s) == std::future_status::ready);
+    CHECK(f.get() == 41);
 }

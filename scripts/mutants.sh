@@ -53,10 +53,13 @@ node-sequence-not-kept~recipes/nodes/persistent_node.cpp~    create_mode creatio
 node-not-made-on-new-session~recipes/nodes/persistent_node.cpp~                self->ensure();  // a new session: our ephemeral node is going, every watch is gone~                (void)0;~integration:persistent node: back after its session expires*
 cache-reads-recurse~recipes/cache/tree_cache.cpp~    void send_all(std::vector<cache_read> reads) {\n        {~    void send_all(std::vector<cache_read> reads) {\n        if ((true)) { for (auto& r : reads) send(r); return; }\n        {~integration:tree cache: a subtree too large*
 multi-transport-answered~src/requests.cpp~        if (is_transport_failure(rc)) answered = false;~        (void)0;~integration:a multi whose reply is lost*
-counter-blind-after-lost-reply~recipes/atomic/atomic_engine.cpp~        if (failed == 0 && ec == errc::bad_version) {~        if (false) {~integration:atomic long: an increment whose reply is lost*
-counter-doubt-always-settled~recipes/atomic/atomic_engine.cpp~            if (read(p).mzxid == *doubt_mzxid) {~            if (true) {~integration:atomic long: a session lost*
-counter-doubt-never-settled~recipes/atomic/atomic_engine.cpp~            if (read(p).mzxid == *doubt_mzxid) {~            if (false) {~integration:atomic long: a session lost*
-counter-objects-race~recipes/atomic/atomic_engine.cpp~    path_mutex_ = per_client<counter_locks>(*p)->of(path_);~    path_mutex_ = std::make_shared<std::mutex>();~integration:atomic long: objects of one client*
+counter-blind-after-lost-reply~recipes/atomic/atomic_fsm.cpp~    if (failed == 0 && r.error == errc::bad_version) {~    if (false) {~integration:atomic long: an increment whose reply is lost*
+counter-doubt-always-settled~recipes/atomic/atomic_fsm.cpp~        if (memory_.cache->mzxid == *doubt_mzxid_) {~        if (true) {~integration:atomic long: a session lost*
+counter-doubt-never-settled~recipes/atomic/atomic_fsm.cpp~        if (memory_.cache->mzxid == *doubt_mzxid_) {~        if (false) {~integration:atomic long: a session lost*
+counter-objects-race~recipes/atomic/atomic_engine.cpp~    queue_ = per_client<counter_queues>(*p)->of(path_);~    queue_ = std::make_shared<counter_queue>();~integration:atomic long: objects of one client*
+counter-fsm-blind-resend~recipes/atomic/atomic_fsm.cpp~    if (failed == 0 && r.error == errc::bad_version) {~    if (false) {~unit:atomic machine: a fault at any request of an add*
+counter-record-orphaned~recipes/atomic/atomic_fsm.cpp~outlive the call.\n        if (r.error) return fail(r.error, "creating " + quoted_path(record_path_), {record_path_});~outlive the call.\n        if (r.error) return fail(r.error, "creating " + quoted_path(record_path_));~unit:atomic machine: a fault at any request of an add*
+ids-reserved-twice~recipes/atomic/atomic.cpp~            if (reserving_) return;~~integration:id generator: async_next*
 latch-count-down-unkeyed~recipes/barrier/count_down_latch.cpp~        if (ec == errc::node_exists && failed == 0) return;~        if (ec == errc::node_exists && failed == 0) { key = join_path(path_, "cd-" + b::member_uuid()); continue; }~integration:count-down latch: a count-down whose reply is lost*
 latch-release-apart~recipes/barrier/count_down_latch.cpp~        if (left == 1) ops.push_back(op::create{released_, "", create_mode::persistent});~        (void)0;~integration:count-down latch: set once*
 dbarrier-timeout-keeps-node~recipes/barrier/double_barrier.cpp~        if (b::wait(p, listed->watch, deadline) == b::watch_end::timed_out) {\n            delete_own(p);\n            return false;\n        }~        if (b::wait(p, listed->watch, deadline) == b::watch_end::timed_out) {\n            entered_ = false;\n            return false;\n        }~integration:double barrier: an entrant that times out*
@@ -85,9 +88,9 @@ probe-reset-on-any-answer~src/stall_probe.hpp~        if (probes_ > 0 && (!in.ol
 probe-ignores-round-trips~src/stall_probe.hpp~        duration base = std::max<duration>(after_, round_trip_floor * round_trips_waited);~        duration base = after_;~unit:[stall_probe]
 probe-waits-on-own-requests~src/client_impl.cpp~        if (r->sent_generation == generation && !r->session_own) return r->sent_at;~        if (r->sent_generation == generation) return r->sent_at;~integration:stall probe: an idle session on a slow link*
 probe-while-answers-stream~src/stall_probe.hpp~        if (in.now - in.last_sent < wait || in.now - in.last_reply < wait) return false;~        if (in.now - in.last_sent < wait) return false;~unit:[stall_probe]
-promoted-never~recipes/atomic/atomic_engine.cpp~            if (!promoted_ || promoted.held) return {false, s.value, s.value, attempts};~            return {false, s.value, s.value, attempts};~integration:atomic long promoted to a lock*
-promoted-lock-kept~recipes/atomic/atomic_engine.cpp~                held->unlock();~                (void)held;~integration:atomic long promoted to a lock: a change that lost*
-promoted-stale-read~recipes/atomic/atomic_engine.cpp~            read(p);  // under the lock: what the last writer left~            // under the lock: what the last writer left~integration:atomic long promoted to a lock: a change that lost*
+promoted-never~recipes/atomic/atomic_fsm.cpp~        if (promote_attempts_ == 0 || promoted_) return finish(false, seen.value, seen.value);~        return finish(false, seen.value, seen.value);~integration:atomic long promoted to a lock*
+promoted-lock-kept~recipes/atomic/atomic_engine.cpp~    if (held) release_hold(op->locks, held);~    (void)held;~integration:atomic long promoted to a lock: a change that lost*
+promoted-stale-read~recipes/atomic/atomic_fsm.cpp~        phase_ = phase::promoted_read;  // under the lock: what the last writer left~        return loop(s, true);~integration:atomic long promoted to a lock: a change that lost*
 EOF
 )
 

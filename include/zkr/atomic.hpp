@@ -6,6 +6,12 @@
 #include "zkr/export.hpp"
 
 #include "zkr/client.hpp"
+#include "zkr/detail/initiation.hpp"
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/deferred.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -52,7 +58,103 @@ struct atomic_options {
 
 namespace detail {
 class atomic_engine;
+
+/// What a counter operation does with the value it reads. Data, not code: the machine that
+/// runs it (recipes/atomic/atomic_fsm.hpp) stays pure.
+struct counter_change {
+    enum class kind {
+        read,             ///< get(): nothing written
+        add,              ///< value + a (wrapping)
+        compare_and_set,  ///< b if the value is a, else nothing (not retried)
+        set,              ///< a whatever the value is
+        reserve,          ///< value + a unless that would pass the largest id (id_generator)
+    };
+    kind what = kind::read;
+    std::int64_t a = 0, b = 0;
+};
+
+/// -delta, wrapping as Java's long does (no signed overflow).
+constexpr std::int64_t wrapping_negate(std::int64_t delta) noexcept {
+    return static_cast<std::int64_t>(std::uint64_t{0} - static_cast<std::uint64_t>(delta));
 }
+
+template <class T>
+using counter_handler = boost::asio::any_completion_handler<void(error_code, atomic_result<T>)>;
+using counter_set_handler = boost::asio::any_completion_handler<void(error_code)>;
+
+ZKR_EXPORT void start_counter_op(const std::shared_ptr<atomic_engine>& e, counter_change change,
+                                 counter_handler<std::int64_t> handler);
+ZKR_EXPORT void start_counter_op(const std::shared_ptr<atomic_engine>& e, counter_change change,
+                                 counter_handler<std::int32_t> handler);
+ZKR_EXPORT void start_counter_set(const std::shared_ptr<atomic_engine>& e, std::int64_t value, counter_set_handler handler);
+ZKR_EXPORT boost::asio::any_io_executor counter_executor(const std::shared_ptr<atomic_engine>& e);
+
+/// The async operations of a counter whose values are T (atomic_long: std::int64_t, atomic_int:
+/// std::int32_t), documented on atomic_long.
+template <class T>
+class counter_async_ops {
+public:
+    /// The type of get_executor().
+    using executor_type = boost::asio::any_io_executor;
+    /// The client's executor: where the async operations complete by default.
+    executor_type get_executor() const { return counter_executor(engine_); }
+
+    /// Reads the value. Handler: void(zkr::error_code, zkr::atomic_result<T>).
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_get(CompletionToken&& token = {}) {
+        return start({counter_change::kind::read, 0, 0}, std::forward<CompletionToken>(token));
+    }
+    /// Adds `delta`, exactly once. Handler: void(zkr::error_code, zkr::atomic_result<T>).
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_add(T delta, CompletionToken&& token = {}) {
+        return start({counter_change::kind::add, delta, 0}, std::forward<CompletionToken>(token));
+    }
+    /// Subtracts `delta`, exactly once. Handler: as async_add's.
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_subtract(T delta, CompletionToken&& token = {}) {
+        return start({counter_change::kind::add, wrapping_negate(delta), 0}, std::forward<CompletionToken>(token));
+    }
+    /// Adds 1. Handler: as async_add's.
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_increment(CompletionToken&& token = {}) {
+        return start({counter_change::kind::add, 1, 0}, std::forward<CompletionToken>(token));
+    }
+    /// Subtracts 1. Handler: as async_add's.
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_decrement(CompletionToken&& token = {}) {
+        return start({counter_change::kind::add, -1, 0}, std::forward<CompletionToken>(token));
+    }
+    /// Sets `value` if the counter holds `expected`. Handler: as async_add's (succeeded tells).
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_compare_and_set(T expected, T value, CompletionToken&& token = {}) {
+        return start({counter_change::kind::compare_and_set, expected, value}, std::forward<CompletionToken>(token));
+    }
+    /// Sets `value` whatever the counter holds. Handler: void(zkr::error_code)
+    /// (errc::attempts_exhausted after `max_attempts` lost races).
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_force_set(T value, CompletionToken&& token = {}) {
+        return boost::asio::async_initiate<CompletionToken, void(error_code)>(
+            initiation{get_executor(), [engine = engine_, value](auto handler) {
+                           start_counter_set(engine, value, std::move(handler));
+                       }},
+            token);
+    }
+
+protected:
+    explicit counter_async_ops(std::shared_ptr<atomic_engine> engine) : engine_(std::move(engine)) {}
+    std::shared_ptr<atomic_engine> engine_;
+
+private:
+    template <class CompletionToken>
+    auto start(counter_change change, CompletionToken&& token) {
+        return boost::asio::async_initiate<CompletionToken, void(error_code, atomic_result<T>)>(
+            initiation{get_executor(), [engine = engine_, change](auto handler) {
+                           start_counter_op(engine, change, counter_handler<T>(std::move(handler)));
+                       }},
+            token);
+    }
+};
+}  // namespace detail
 
 /// A 64-bit counter at `path` (Curator's DistributedAtomicLong layout: one persistent node, its
 /// missing parents as containers, the value as 8 big-endian bytes; no node or no data reads as 0).
@@ -82,7 +184,18 @@ class atomic_engine;
 /// children) every change reads first, as theirs do: two round trips, and nobody starves.
 /// Curator writers leave no record: a zkr object changing the counter without pause can still
 /// win race after race against them, and they give up as their retry policy says.
-class ZKR_EXPORT atomic_long {
+///
+/// Async forms (async_get, async_add, async_subtract, async_increment, async_decrement,
+/// async_compare_and_set, async_force_set; inherited): the same operations, on the same engine
+/// (one sans-io machine runs the blocking calls and the async ones), blocking nothing. The
+/// handler runs on its associated executor, by default the client's (get_executor()); never on
+/// the ZooKeeper C client's threads. Errors are the blocking calls' (errc::outcome_unknown,
+/// bad_arguments, client_closed, connection trouble once the retry policy gives up). Not
+/// cancellable: a change once sent is seen through, and its outcome decided by the exactly-once
+/// rules above. The object may go before they complete (its child is deleted once the last
+/// one has). The operations of one client's objects on one counter run one at a time, in the
+/// order they were started (blocking calls included), so they never race each other.
+class ZKR_EXPORT atomic_long : public detail::counter_async_ops<std::int64_t> {
 public:
     /// Throws std::invalid_argument for a bad path (naming the rule) or options,
     /// zkr::system_error(client_closed) for a closed client. Sends nothing.
@@ -113,14 +226,12 @@ public:
     void force_set(std::int64_t value);
     /// The counter's path.
     const std::string& path() const noexcept;
-
-private:
-    std::shared_ptr<detail::atomic_engine> engine_;
 };
 
 /// A 32-bit counter: atomic_long's algorithm on Curator's DistributedAtomicInteger layout (4
-/// big-endian bytes, which SharedCount and zkr::shared_count read too).
-class ZKR_EXPORT atomic_int {
+/// big-endian bytes, which SharedCount and zkr::shared_count read too). Its async forms are
+/// atomic_long's, with std::int32_t values.
+class ZKR_EXPORT atomic_int : public detail::counter_async_ops<std::int32_t> {
 public:
     /// As atomic_long's.
     atomic_int(client& c, std::string path, atomic_options options = {});
@@ -145,9 +256,6 @@ public:
     void force_set(std::int32_t value);
     /// The counter's path.
     const std::string& path() const noexcept;
-
-private:
-    std::shared_ptr<detail::atomic_engine> engine_;
 };
 
 }  // namespace zkr

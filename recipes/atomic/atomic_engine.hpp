@@ -1,64 +1,68 @@
-// The counters' engine (atomic_long, atomic_int, id_generator): Curator's optimistic loop
-// (read, write at the version read, again on a lost race) made exactly once by a writer record,
-// an ephemeral child of the counter that only this object writes, bumped in the same
-// transaction as the counter at the version this object last left it. See atomic.hpp.
+// The counters' engine (atomic_long, atomic_int, id_generator): runs each operation's sans-io
+// machine (atomic_fsm.hpp) through the session, one operation at a time per counter among the
+// objects of one client, for the blocking calls and the async ones alike.
+//
+// Threads: an operation's requests complete on whichever thread the session completes them on
+// (often the C client's completion thread); the machine runs right there and never blocks. The
+// answer function runs there too: it must neither block nor call user code (async handlers are
+// posted to their executor by completion<>, blocked callers woken through a sync_slot). The
+// promoted lock is taken through the lock engine with an inline callback, and released with a
+// guaranteed delete: nothing waits on the client's executor, so a blocking call made on it
+// cannot deadlock.
 #pragma once
 
+#include "atomic_fsm.hpp"
 #include "session_port.hpp"
 #include "zkr/atomic.hpp"
-#include "zkr/mutex.hpp"
+
+#include <boost/asio/any_io_executor.hpp>
 
 #include <functional>
+#include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 
 namespace zkr::detail {
 
-class atomic_engine {
+struct counter_queue;
+
+class atomic_engine : public std::enable_shared_from_this<atomic_engine> {
 public:
-    /// `width`: 8 (long) or 4 (int) bytes. Sends nothing.
+    /// `width`: 8 (long) or 4 (int) bytes. Throws std::invalid_argument for a bad path or
+    /// options, zkr::system_error(client_closed). Sends nothing.
     atomic_engine(client& c, std::string path, int width, atomic_options options, const char* who);
     ~atomic_engine();
 
-    /// Values are held as 64-bit integers; for width 4 they are wrapped to 32 bits.
-    atomic_result<std::int64_t> get();
-    /// `change(current)` gives the value to write, or nullopt for none (a compare that failed).
-    atomic_result<std::int64_t> update(const std::function<std::optional<std::int64_t>(std::int64_t)>& change, bool fresh_read_first);
-    void force_set(std::int64_t value);
+    /// Called once when an operation ends: no error and its result, or the error and what failed.
+    using answer_fn = std::function<void(error_code, const std::string& what, const atomic_result<std::int64_t>&)>;
+    /// Starts one operation, after those of this client's objects queued before it on the path.
+    /// `answer` runs on whichever thread ends it (see the file's comment).
+    void run(counter_change change, answer_fn answer);
+    /// The blocking form: the result, or zkr::system_error naming what failed.
+    atomic_result<std::int64_t> call(counter_change change);
+
     const std::string& path() const noexcept { return path_; }
+    const char* who() const noexcept { return who_; }
+    const boost::asio::any_io_executor& executor() const noexcept { return executor_; }
     std::int64_t wrap(std::int64_t v) const noexcept;
 
 private:
-    struct seen {
-        std::int64_t value = 0;
-        std::int32_t version = -1;  // -1: no node
-        std::int64_t mzxid = 0;
-        bool shared = false;  // other writers' records beside ours: read before each change
-    };
-    std::shared_ptr<session_port> port() const;
-    seen read(session_port& p);
-    std::int64_t decode(const std::string& data) const;
-    std::string encode(std::int64_t v) const;
-    void ensure_writer(session_port& p);
-    [[noreturn]] void fail(error_code ec, const std::string& what) const;
+    struct operation;
+    void finish(const std::shared_ptr<operation>& op, error_code ec, const std::string& what,
+                const atomic_result<std::int64_t>& result);
 
     std::weak_ptr<session_port> port_;
+    boost::asio::any_io_executor executor_;
     std::string path_;
     int width_;
     atomic_options options_;
     const char* who_;
-
     // One operation at a time on this counter among every object of this client: two objects of
     // one process never race each other (the one with a fresh version would win every time and
-    // starve the other). Held across the operation's requests, never on the client's threads.
-    std::shared_ptr<std::mutex> path_mutex_;
-    std::mutex mutex_;  // this object's state, under path_mutex_
-    std::optional<seen> cache_;
-    std::unique_ptr<zkr::mutex> promoted_;  // options_.promote_to_lock's lock (made with the object)
-    std::string writer_;                 // our record's path ("" until made)
-    std::int64_t writer_session_ = 0;    // the session it was made on (ephemeral: goes with it)
-    std::int32_t writer_version_ = 0;    // its data version as we last left it
+    // starve the other).
+    std::shared_ptr<counter_queue> queue_;
+    std::mutex mutex_;       // memory_, handed to each operation and taken back
+    counter_memory memory_;  // what this object knows of the counter between operations
 };
 
 }  // namespace zkr::detail
