@@ -595,3 +595,117 @@ TEST_CASE("barrier and latch: async waits complete on the node, are cancelled wi
         CHECK(e.code() == errc::client_closed);
     }
 }
+
+// ---------------------------------------------------------------- async double barrier
+
+TEST_CASE("double barrier: async members enter together and leave together, on the client's executor",
+          "[double_barrier][async]") {
+    std::string connect = test_connect_string(), path = unique_path("dbarrier-async");
+    zkr::client c(test_options(connect)), observer(test_options(connect));
+    constexpr int n = 4;
+    std::vector<std::unique_ptr<zkr::double_barrier>> members_of_round;
+    for (int i = 0; i < n; ++i) members_of_round.push_back(std::make_unique<zkr::double_barrier>(c, path, n));
+    std::vector<std::future<bool>> in;
+    for (int i = 0; i < n - 1; ++i) in.push_back(members_of_round[i]->async_enter(boost::asio::use_future));
+    REQUIRE(eventually([&] { return members(observer, path).size() == n - 1; }));
+    CHECK(holds_throughout([&] { return in[0].wait_for(0ms) == std::future_status::timeout; }, 500ms));  // three are not enough
+    // The last one with a callback: it runs on the client's executor.
+    std::promise<bool> last_in;
+    auto executor = members_of_round[n - 1]->get_executor();
+    members_of_round[n - 1]->async_enter_for(20s, [&](zkr::error_code ec, bool passed) {
+        auto* io = executor.target<boost::asio::io_context::executor_type>();
+        last_in.set_value(!ec && passed && io && io->running_in_this_thread());
+    });
+    for (auto& f : in) {
+        REQUIRE(f.wait_for(20s) == std::future_status::ready);
+        CHECK(f.get());
+    }
+    CHECK(last_in.get_future().get());
+    CHECK(observer.exists(path + "/ready").exists);
+
+    std::vector<std::future<bool>> out;
+    for (int i = 0; i < n - 1; ++i) out.push_back(members_of_round[i]->async_leave(boost::asio::use_future));
+    CHECK(holds_throughout([&] { return out[0].wait_for(0ms) == std::future_status::timeout; }, 500ms));  // one is still in
+    CHECK(members_of_round[n - 1]->async_leave_for(20s, boost::asio::use_future).get());
+    for (auto& f : out) {
+        REQUIRE(f.wait_for(20s) == std::future_status::ready);
+        CHECK(f.get());
+    }
+    CHECK(members(observer, path).empty());
+    CHECK(eventually([&] { return !observer.exists(path + "/ready").exists; }));
+}
+
+TEST_CASE("double barrier: an async enter times out or is cancelled with its node deleted first and its watch removed",
+          "[double_barrier][async][own_servers]") {
+    zkr::testkit::ensemble cluster(zkr::test::own_servers(1));
+    zkr::client c(test_options(cluster.connect_string()));
+    auto watches_before = cluster.watch_count(0);
+    zkr::double_barrier alone(c, "/async/dbarrier", 2);
+
+    // Timed out: false, and its node was deleted before the handler ran.
+    auto start = steady::now();
+    std::promise<std::size_t> left_behind;
+    alone.async_enter_for(300ms, [&](zkr::error_code ec, bool passed) {
+        zkr::error_code list_ec;  // read in the handler: no Catch2 assertions off the test's thread
+        auto kids = c.get_children("/async/dbarrier", list_ec);
+        left_behind.set_value(ec || passed || (list_ec && list_ec != errc::no_node) ? 99 : kids.children.size());
+    });
+    auto timed_out = left_behind.get_future();
+    REQUIRE(timed_out.wait_for(10s) == std::future_status::ready);
+    CHECK(timed_out.get() == 0);
+    CHECK(steady::now() - start < 5s);
+    CHECK(eventually([&] { return cluster.watch_count(0) == watches_before; }));
+
+    // Cancelled (any type): errc::cancelled, node and watch gone.
+    boost::asio::cancellation_signal cancel;
+    auto cancelled = alone.async_enter(boost::asio::bind_cancellation_slot(cancel.slot(), boost::asio::use_future));
+    REQUIRE(eventually([&] { return members(c, "/async/dbarrier").size() == 1 && cluster.watch_count(0) == watches_before + 1; }));
+    cancel.emit(boost::asio::cancellation_type::terminal);
+    REQUIRE(cancelled.wait_for(10s) == std::future_status::ready);
+    try {
+        cancelled.get();
+        FAIL("a cancelled enter completed without error");
+    } catch (const zkr::system_error& e) {
+        CHECK(e.code() == errc::cancelled);
+    }
+    CHECK(members(c, "/async/dbarrier").empty());
+    CHECK(eventually([&] { return cluster.watch_count(0) == watches_before; }));
+
+    // Misuse is an error, not a hang: leaving before entering, a second call while one runs.
+    auto leave_first = alone.async_leave(boost::asio::use_future);
+    CHECK_THROWS_AS(leave_first.get(), zkr::system_error);
+    auto running = alone.async_enter(boost::asio::use_future);
+    auto second = alone.async_enter_for(1s, boost::asio::use_future);
+    try {
+        second.get();
+        FAIL("a second call while one runs completed without error");
+    } catch (const zkr::system_error& e) {
+        CHECK(e.code() == errc::bad_arguments);
+    }
+    CHECK_THROWS_AS(alone.enter_for(1s), std::logic_error);  // the blocking face too
+
+    // The first enter still waits: a partner lets it in; both leave.
+    zkr::double_barrier partner(c, "/async/dbarrier", 2);
+    CHECK(partner.enter_for(20s));
+    REQUIRE(running.wait_for(10s) == std::future_status::ready);
+    CHECK(running.get());
+    auto alone_out = alone.async_leave(boost::asio::use_future);
+    CHECK(partner.leave_for(20s));
+    CHECK(alone_out.get());
+
+    // An object gone while its enter waits: a partner lets it in, and its node goes at once
+    // (nobody is left to leave for it).
+    std::future<bool> orphan_in;
+    {
+        zkr::double_barrier orphan(c, "/async/orphan", 2);
+        orphan_in = orphan.async_enter(boost::asio::use_future);
+        REQUIRE(eventually([&] { return members(c, "/async/orphan").size() == 1; }));
+    }
+    zkr::double_barrier partner2(c, "/async/orphan", 2);
+    CHECK(partner2.enter_for(20s));
+    REQUIRE(orphan_in.wait_for(10s) == std::future_status::ready);
+    CHECK(orphan_in.get());
+    CHECK(eventually([&] { return members(c, "/async/orphan") == std::vector<std::string>{std::string(zkr::node_name(partner2.node_path()))}; }));
+    CHECK(partner2.leave_for(20s));
+    CHECK(eventually([&] { return cluster.watch_count(0) == watches_before; }));
+}

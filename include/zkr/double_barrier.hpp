@@ -5,17 +5,29 @@
 #include "zkr/export.hpp"
 
 #include "zkr/client.hpp"
+#include "zkr/detail/initiation.hpp"
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/deferred.hpp>
 
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 namespace zkr {
 
 namespace detail {
-class session_port;
-}
+struct barrier_member;
+using barrier_handler = boost::asio::any_completion_handler<void(error_code, bool)>;
+/// `timeout` nullopt: no deadline.
+ZKR_EXPORT void start_barrier_call(const std::shared_ptr<barrier_member>& m, bool leaving,
+                                   std::optional<std::chrono::milliseconds> timeout, barrier_handler handler);
+ZKR_EXPORT boost::asio::any_io_executor barrier_executor(const std::shared_ptr<barrier_member>& m);
+}  // namespace detail
 
 /// A double barrier at `path` for `member_count` members (Curator's layout: each member an
 /// ephemeral node "<uuid>" under `path`, which is made as a container; a persistent "ready"
@@ -34,8 +46,18 @@ class session_port;
 ///   lists does; a member whose session expires while it waits enters again on its new one;
 /// - the watches of a timed-out wait are removed.
 ///
-/// One object is one member: enter, then leave. Thread-safe (calls are serialised); blocks the
-/// calling thread, never the client's.
+/// One object is one member: enter, then leave. Thread-safe (blocking calls are serialised);
+/// they block the calling thread, never the client's.
+///
+/// Async forms: async_enter, async_enter_for, async_leave, async_leave_for. One state machine
+/// runs both faces (recipes/barrier/double_barrier_fsm.hpp), so they keep every promise above.
+/// Handler: void(zkr::error_code, bool passed) — passed as the blocking call's result (false
+/// only when a deadline passed); errc::cancelled on per-operation cancellation (any type: this
+/// member's node is deleted first, its watch removed), errc::bad_arguments for a call while
+/// another of this member runs, or an enter once entered, or a leave before; the blocking
+/// calls' errors else. The handler runs on its associated executor, by default the client's;
+/// never on the ZooKeeper C client's threads. The object may go before a call completes: one
+/// that then enters deletes this member's node at once (nobody would leave it).
 class ZKR_EXPORT double_barrier {
 public:
     /// Throws std::invalid_argument for a bad path or a `member_count` below 1, naming it;
@@ -60,21 +82,51 @@ public:
     /// leave_for() without a deadline.
     void leave() { leave_for(std::chrono::milliseconds::max()); }
 
+    /// enter() blocking nothing. Handler: void(zkr::error_code, bool passed); see the class.
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_enter(CompletionToken&& token = {}) {
+        return start(false, std::nullopt, std::forward<CompletionToken>(token));
+    }
+    /// enter_for() blocking nothing (passed false: `timeout` passed, the node deleted first).
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_enter_for(std::chrono::milliseconds timeout, CompletionToken&& token = {}) {
+        return start(false, timeout, std::forward<CompletionToken>(token));
+    }
+    /// leave() blocking nothing. Handler: void(zkr::error_code, bool passed).
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_leave(CompletionToken&& token = {}) {
+        return start(true, std::nullopt, std::forward<CompletionToken>(token));
+    }
+    /// leave_for() blocking nothing.
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_leave_for(std::chrono::milliseconds timeout, CompletionToken&& token = {}) {
+        return start(true, timeout, std::forward<CompletionToken>(token));
+    }
+    /// The type of get_executor().
+    using executor_type = boost::asio::any_io_executor;
+    /// The client's executor: where the async calls complete by default.
+    executor_type get_executor() const { return detail::barrier_executor(member_); }
+
     /// The barrier's path.
-    const std::string& path() const noexcept { return path_; }
+    const std::string& path() const noexcept;
     /// This member's node ("<path>/<uuid>").
-    const std::string& node_path() const noexcept { return node_; }
+    const std::string& node_path() const noexcept;
     /// How many members it waits for.
-    int member_count() const noexcept { return member_count_; }
+    int member_count() const noexcept;
 
 private:
-    std::shared_ptr<detail::session_port> port() const;
-    void delete_own(detail::session_port& p);
-    std::weak_ptr<detail::session_port> port_;
-    std::string path_, ready_, node_, name_;
-    int member_count_;
-    std::mutex mutex_;
-    bool entered_ = false;
+    template <class CompletionToken>
+    auto start(bool leaving, std::optional<std::chrono::milliseconds> timeout, CompletionToken&& token) {
+        return boost::asio::async_initiate<CompletionToken, void(error_code, bool)>(
+            detail::initiation{get_executor(), [member = member_, leaving, timeout](auto handler) {
+                                   detail::start_barrier_call(member, leaving, timeout, std::move(handler));
+                               }},
+            token);
+    }
+    bool call(bool leaving, std::chrono::milliseconds timeout);
+
+    std::shared_ptr<detail::barrier_member> member_;
+    std::mutex mutex_;  // serialises the blocking calls
 };
 
 }  // namespace zkr

@@ -1,202 +1,374 @@
-// zkr::double_barrier: Curator's DistributedDoubleBarrier layout (ephemeral "<uuid>" members
-// under a container, a persistent "ready" node). Entering: make our node, then list with a watch
-// until "ready" is there or enough members are, and make "ready" then. Leaving: ZooKeeper's
-// recipe (the lowest waits for the highest; everyone else deletes its node and waits for the
-// lowest), then "ready" is deleted. Every decision comes from a listing read from the server.
+// zkr::double_barrier: the driver of double_barrier_fsm (the algorithm and the layout are there).
+// One call (enter or leave) at a time per member: the blocking calls and the async ones run the
+// same machine, the blocking ones waiting for its answer.
+//
+// Threads: the machine runs on whichever thread answers its last request (often the C client's
+// completion thread) and only sends the next one; the deadline and the bound on a give-up's
+// delete fire on the session thread. The answer goes to a blocked caller's slot, or is posted to
+// the async handler's executor: no user code runs here.
 #include "zkr/double_barrier.hpp"
 
+#include "completion.hpp"
+#include "double_barrier_fsm.hpp"
+#include "runtime.hpp"
+#include "session_port.hpp"
 #include "toolkit/blocking.hpp"
 #include "toolkit/cleanup.hpp"
 #include "toolkit/recipe_path.hpp"
+#include "watch_registry.hpp"
 #include "zkr/path.hpp"
 
-#include <algorithm>
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/system_executor.hpp>
+
 #include <stdexcept>
+
+namespace zkr::detail {
+namespace asio = boost::asio;
+
+// What outlives the object while a call of its runs: the member's identity and whether it is in.
+struct barrier_member {
+    std::weak_ptr<session_port> port;
+    asio::any_io_executor executor;
+    std::string path, name, node;
+    int member_count = 0;
+
+    std::mutex mutex;  // a leaf
+    bool entered = false;
+    bool busy = false;      // a call runs
+    bool orphaned = false;  // the object is gone: a call that enters deletes its node at once
+
+    void delete_node() {
+        if (auto p = port.lock(); p && !p->closed()) {
+            try {
+                cleanup_service::of(*p)->guaranteed_delete(node);
+            } catch (const zkr::system_error&) {
+                // closed meanwhile: the session, and our ephemeral node with it, is gone
+            }
+        }
+    }
+};
+
+namespace {
+
+barrier_reply reply_error(error_code ec) {
+    barrier_reply r;
+    r.error = ec;
+    return r;
+}
+
+class barrier_call : public std::enable_shared_from_this<barrier_call> {
+public:
+    using answer_fn = std::function<void(error_code, const std::string& what, bool passed)>;
+
+    barrier_call(std::shared_ptr<barrier_member> m, bool leaving, bool once, answer_fn answer)
+        : member_(std::move(m)),
+          machine_(member_->path, member_->name, member_->member_count, leaving, once),
+          leaving_(leaving),
+          answer_(std::move(answer)) {}
+
+    void start(std::optional<std::chrono::steady_clock::time_point> deadline) {
+        auto port = member_->port.lock();
+        if (!port || port->closed()) return finish(barrier_step::done{false, make_error_code(errc::client_closed),
+                                                                       "zkr::double_barrier " + quoted_path(member_->path), {}});
+        threads_ = port->threads();
+        if (deadline) {
+            deadline_timer_ = arm(*deadline, [](barrier_call& self) { self.give_up(make_error_code(errc::timed_out)); });
+        }
+        double_barrier_fsm::request first;
+        {
+            std::lock_guard lock(mutex_);
+            first = machine_.start();
+        }
+        run(std::move(first));
+    }
+
+    void give_up(error_code reason) {
+        std::optional<double_barrier_fsm::request> next;
+        {
+            std::lock_guard lock(mutex_);
+            if (finished_) return;
+            next = machine_.abandon(reason);
+            if (!next) return;  // "ready" is being made: its answer decides
+            ++seq_;             // the reply still due is of no use any more
+        }
+        run(std::move(*next));
+    }
+
+private:
+    using timer_ptr = std::shared_ptr<asio::steady_timer>;
+
+    // A timer on the session thread that calls `fn` at `when`, unless this call is gone first.
+    template <class Fn>
+    timer_ptr arm(std::chrono::steady_clock::time_point when, Fn fn) {
+        auto timer = std::make_shared<asio::steady_timer>(threads_->session);
+        asio::post(threads_->session, [weak = weak_from_this(), timer, when, fn] {
+            timer->expires_at(when);
+            timer->async_wait([weak, fn](error_code ec) {
+                if (auto self = weak.lock(); self && !ec) fn(*self);
+            });
+        });
+        return timer;
+    }
+    void disarm(const timer_ptr& t) {
+        if (t && threads_) asio::post(threads_->session, [t] { t->cancel(); });
+    }
+
+    // Takes the watch the last watched read left (to wait on, or to drop).
+    std::shared_ptr<watch_state> take_watch() {
+        std::lock_guard lock(mutex_);
+        return std::exchange(watch_, nullptr);
+    }
+    void drop(const std::shared_ptr<watch_state>& ws) {
+        if (!ws) return;
+        ws->clear_inline();
+        if (auto port = member_->port.lock()) port->remove_watch(ws, completion<>(completion<>::inline_fn([](error_code) {})));
+    }
+
+    // A reply is the machine's only if it answers the last request sent.
+    void on_reply(std::uint64_t seq, barrier_reply r) {
+        double_barrier_fsm::request next;
+        {
+            std::lock_guard lock(mutex_);
+            if (finished_ || seq != seq_) return;
+            next = machine_.on(r);
+        }
+        run(std::move(next));
+    }
+
+    // Keeps the watch a watched read left, if that read is still the machine's; drops it else.
+    void keep_watch(std::uint64_t seq, const std::shared_ptr<watch_state>& ws) {
+        {
+            std::lock_guard lock(mutex_);
+            if (!finished_ && seq == seq_) {
+                watch_ = ws;
+                return;
+            }
+        }
+        drop(ws);
+    }
+
+    void run(double_barrier_fsm::request next) {
+        if (auto* d = std::get_if<barrier_step::done>(&next)) return finish(std::move(*d));
+        // Any step but a wait ends the watch of the last watched read.
+        if (!std::holds_alternative<barrier_step::wait>(next)) drop(take_watch());
+        auto port = member_->port.lock();
+        std::uint64_t seq;
+        {
+            std::lock_guard lock(mutex_);
+            seq = ++seq_;
+        }
+        auto self = shared_from_this();
+        if (!port || port->closed()) {
+            if (std::holds_alternative<barrier_step::remove_own>(next)) return on_reply(seq, {});  // gone with the session
+            return on_reply(seq, reply_error(make_error_code(errc::client_closed)));
+        }
+        std::visit(
+            [&](const auto& s) {
+                using S = std::decay_t<decltype(s)>;
+                if constexpr (std::is_same_v<S, barrier_step::make_parents>) {
+                    port->create_parents(s.path, create_mode::container, completion<>(completion<>::inline_fn([self, seq](error_code ec) {
+                                             self->on_reply(seq, reply_error(ec));
+                                         })));
+                } else if constexpr (std::is_same_v<S, barrier_step::create>) {
+                    port->create(s.path, "", s.mode, completion<create_result>(completion<create_result>::inline_fn(
+                                                         [self, seq](error_code ec, create_result) { self->on_reply(seq, reply_error(ec)); })));
+                } else if constexpr (std::is_same_v<S, barrier_step::list>) {
+                    port->get_children(s.path, s.watch,
+                                       completion<children_result>(completion<children_result>::inline_fn(
+                                           [self, seq](error_code ec, children_result r) {
+                                               if (auto ws = watch_access::state(r.watch)) self->keep_watch(seq, ws);
+                                               auto reply = reply_error(ec);
+                                               reply.children = std::move(r.children);
+                                               self->on_reply(seq, std::move(reply));
+                                           })));
+                } else if constexpr (std::is_same_v<S, barrier_step::watch_node>) {
+                    port->exists(s.path, true, completion<exists_result>(completion<exists_result>::inline_fn(
+                                                   [self, seq](error_code ec, exists_result r) {
+                                                       if (auto ws = watch_access::state(r.watch)) self->keep_watch(seq, ws);
+                                                       auto reply = reply_error(ec);
+                                                       reply.exists = r.exists;
+                                                       self->on_reply(seq, std::move(reply));
+                                                   })));
+                } else if constexpr (std::is_same_v<S, barrier_step::wait>) {
+                    std::shared_ptr<watch_state> ws;
+                    {
+                        std::lock_guard lock(mutex_);
+                        ws = watch_;
+                    }
+                    if (!ws) return on_reply(seq, reply_error(make_error_code(errc::too_many_watches)));
+                    ws->wait_inline([self, seq](error_code wec, const watch_event&) {
+                        if (wec == errc::watch_removed) return;  // dropped by us
+                        auto reply = reply_error(wec == errc::client_closed ? wec : error_code{});
+                        reply.fired = !wec;
+                        self->on_reply(seq, std::move(reply));
+                    });
+                } else if constexpr (std::is_same_v<S, barrier_step::remove_own>) {
+                    // Waited for, at most a session timeout: with the server unreachable that
+                    // long, the node goes with its session.
+                    remove_bound_ = arm(std::chrono::steady_clock::now() + port->session_timeout(),
+                                        [seq](barrier_call& c) { c.on_reply(seq, {}); });
+                    try {
+                        cleanup_service::of(*port)->guaranteed_delete(
+                            member_->node, completion<>(completion<>::inline_fn([self, seq](error_code) { self->on_reply(seq, {}); })));
+                    } catch (const zkr::system_error&) {
+                        on_reply(seq, {});  // the client closed: its session, and our node, are gone
+                    }
+                }
+            },
+            next);
+    }
+
+    void finish(barrier_step::done d) {
+        {
+            std::lock_guard lock(mutex_);
+            if (finished_) return;
+            finished_ = true;
+        }
+        drop(take_watch());
+        disarm(deadline_timer_);
+        disarm(remove_bound_);
+        if (!d.delete_after.empty()) {
+            // Everyone has left: "ready" goes (resent while the session lives), so that the next
+            // round on this path waits for its own members.
+            if (auto p = member_->port.lock(); p && !p->closed()) {
+                try {
+                    cleanup_service::of(*p)->guaranteed_delete(d.delete_after);
+                } catch (const zkr::system_error&) {
+                }
+            }
+        }
+        bool orphan_in = false;
+        {
+            std::lock_guard lock(member_->mutex);
+            member_->busy = false;
+            member_->entered = !leaving_ && d.passed && !d.error;
+            orphan_in = member_->entered && member_->orphaned;
+        }
+        if (orphan_in) member_->delete_node();  // its object went while it entered: nobody would leave
+        answer_(d.error, d.what, d.passed);
+    }
+
+    std::shared_ptr<barrier_member> member_;
+    std::shared_ptr<runtime> threads_;  // keeps the timers' io_context alive
+    std::mutex mutex_;                  // the machine, seq_, watch_, finished_; never held while sending
+    double_barrier_fsm machine_;
+    const bool leaving_;
+    answer_fn answer_;
+    std::uint64_t seq_ = 0;
+    std::shared_ptr<watch_state> watch_;
+    bool finished_ = false;
+    timer_ptr deadline_timer_, remove_bound_;
+};
+
+// Claims the member for one call: an error when one runs, or when it is (not) in already.
+error_code claim(barrier_member& m, bool leaving, std::string& what) {
+    std::lock_guard lock(m.mutex);
+    if (m.busy) {
+        what = "a call of this member is still running";
+        return make_error_code(errc::bad_arguments);
+    }
+    if (!leaving && m.entered) {
+        what = quoted_path(m.node) + " has entered already";
+        return make_error_code(errc::bad_arguments);
+    }
+    if (leaving && !m.entered) {
+        what = quoted_path(m.node) + " has not entered";
+        return make_error_code(errc::bad_arguments);
+    }
+    m.busy = true;
+    return {};
+}
+
+// Starts a call; `timeout` nullopt waits for ever.
+void start_call(const std::shared_ptr<barrier_member>& m, bool leaving, std::optional<std::chrono::milliseconds> timeout,
+                barrier_call::answer_fn answer, asio::cancellation_slot slot = {}) {
+    std::optional<std::chrono::steady_clock::time_point> deadline;
+    bool once = false;
+    if (timeout) {
+        auto port = m->port.lock();
+        if (*timeout <= std::chrono::milliseconds::zero() && !leaving) {
+            // Zero: make the node and list once, bounded as a try is.
+            once = true;
+            deadline = std::chrono::steady_clock::now() + (port ? port->session_timeout() : std::chrono::milliseconds(0));
+        } else {
+            deadline = blocking::deadline_after(*timeout);
+        }
+    }
+    auto call = std::make_shared<barrier_call>(m, leaving, once, std::move(answer));
+    if (slot.is_connected()) {
+        slot.assign([weak = std::weak_ptr<barrier_call>(call)](asio::cancellation_type) {
+            if (auto c = weak.lock()) c->give_up(make_error_code(errc::cancelled));
+        });
+    }
+    call->start(deadline);
+}
+
+}  // namespace
+
+void start_barrier_call(const std::shared_ptr<barrier_member>& m, bool leaving, std::optional<std::chrono::milliseconds> timeout,
+                        barrier_handler handler) {
+    std::string what;
+    if (auto ec = claim(*m, leaving, what)) return post_handler(std::move(handler), m->executor, ec, false);
+    auto slot = asio::get_associated_cancellation_slot(handler);
+    auto done = std::make_shared<completion<bool>>(std::move(handler), m->executor);
+    start_call(m, leaving, timeout, [done](error_code ec, const std::string&, bool passed) { (*done)(ec, passed); }, slot);
+}
+
+asio::any_io_executor barrier_executor(const std::shared_ptr<barrier_member>& m) { return m->executor; }
+
+}  // namespace zkr::detail
 
 namespace zkr {
 
-namespace b = detail::blocking;
-
-namespace {
-constexpr const char* ready_name = "ready";
-
-std::vector<std::string> members_of(std::vector<std::string> children) {
-    children.erase(std::remove(children.begin(), children.end(), ready_name), children.end());
-    std::sort(children.begin(), children.end());  // Curator and kazoo order them so too
-    return children;
-}
-}  // namespace
-
-double_barrier::double_barrier(client& c, std::string path, int member_count)
-    : path_(std::move(path)), member_count_(member_count) {
-    detail::check_recipe_path(c, path_, "zkr::double_barrier", "barrier path");
+double_barrier::double_barrier(client& c, std::string path, int member_count) {
+    detail::check_recipe_path(c, path, "zkr::double_barrier", "barrier path");
     if (member_count < 1)
         throw std::invalid_argument("zkr::double_barrier: member_count must be at least 1 (it is " +
                                     std::to_string(member_count) + ")");
     auto p = detail::port_of(c);
     if (p->closed()) throw zkr::system_error(make_error_code(errc::client_closed), "zkr::double_barrier on a closed client");
-    port_ = p->weak_port();
-    ready_ = join_path(path_, ready_name);
-    name_ = b::member_uuid();
-    node_ = join_path(path_, name_);
+    member_ = std::make_shared<detail::barrier_member>();
+    member_->port = p->weak_port();
+    member_->executor = p->executor();
+    member_->path = std::move(path);
+    member_->name = detail::blocking::member_uuid();
+    member_->node = join_path(member_->path, member_->name);
+    member_->member_count = member_count;
 }
 
 double_barrier::~double_barrier() {
-    std::lock_guard lock(mutex_);
-    if (!entered_) return;
-    if (auto p = port_.lock(); p && !p->closed()) {
-        try {
-            detail::cleanup_service::of(*p)->guaranteed_delete(node_);
-        } catch (const zkr::system_error&) {
-            // closed meanwhile: the session, and our ephemeral node with it, is gone
-        }
+    bool in = false;
+    {
+        std::lock_guard lock(member_->mutex);
+        member_->orphaned = true;
+        in = member_->entered && !member_->busy;  // a call still running deletes it when it ends
     }
+    if (in) member_->delete_node();
 }
 
-std::shared_ptr<detail::session_port> double_barrier::port() const {
-    auto p = port_.lock();
-    if (!p || p->closed())
-        throw zkr::system_error(make_error_code(errc::client_closed), "zkr::double_barrier " + quoted_path(path_));
-    return p;
-}
-
-// Our node goes before the caller hears that we gave up, so nobody counts a member that left.
-// The delete is resent while our session lives (the cleanup service); we wait for it unless the
-// connection stays down a whole session timeout (then the node goes with its session).
-void double_barrier::delete_own(detail::session_port& p) {
-    entered_ = false;
-    auto slot = std::make_shared<detail::sync_slot<>>();
-    try {
-        detail::cleanup_service::of(p)->guaranteed_delete(
-            node_, detail::completion<>(detail::completion<>::inline_fn([slot](error_code ec) { slot->set(ec); })));
-    } catch (const zkr::system_error&) {
-        return;  // the client closed: its session, and our node, are gone
-    }
+bool double_barrier::call(bool leaving, std::chrono::milliseconds timeout) {
+    std::lock_guard serial(mutex_);
+    const char* name = leaving ? "zkr::double_barrier::leave_for: " : "zkr::double_barrier::enter_for: ";
+    std::string what;
+    if (auto ec = detail::claim(*member_, leaving, what)) throw std::logic_error(name + what);
+    detail::sync_slot<std::string, bool> slot;
+    std::optional<std::chrono::milliseconds> bounded;
+    if (timeout != std::chrono::milliseconds::max()) bounded = timeout;
+    detail::start_call(member_, leaving, bounded,
+                       [&slot](error_code ec, const std::string& w, bool passed) { slot.set(ec, w, passed); });
     error_code ec;
-    slot->wait_for(p.session_timeout(), ec);
+    auto [failure, passed] = slot.wait(ec);
+    if (ec) throw zkr::system_error(ec, failure.empty() ? name + quoted_path(member_->path) : failure);
+    return passed;
 }
 
-bool double_barrier::enter_for(std::chrono::milliseconds timeout) {
-    std::lock_guard lock(mutex_);
-    if (entered_) throw std::logic_error("zkr::double_barrier::enter_for: " + quoted_path(node_) + " has entered already");
-    auto deadline = b::deadline_after(timeout);
-    auto held = port();
-    auto& p = *held;
-    error_code ec;
-    b::create_containers(p, path_, ec);
-    if (ec) throw zkr::system_error(ec, "zkr::double_barrier::enter_for: creating " + quoted_path(path_));
-    auto fail = [&](error_code e, const std::string& what) {
-        delete_own(p);
-        throw zkr::system_error(e, "zkr::double_barrier::enter_for: " + what);
-    };
-    auto make_own = [&] {
-        entered_ = true;  // from here on, a give-up deletes it
-        b::create(p, node_, "", create_mode::ephemeral, ec);
-        if (ec == errc::no_node) {  // the container was reaped meanwhile (its last member left)
-            b::create_containers(p, path_, ec);
-            if (!ec) b::create(p, node_, "", create_mode::ephemeral, ec);
-        }
-        // node_exists: our create was resent after a lost reply (the uuid is ours alone).
-        if (ec && ec != errc::node_exists) fail(ec, "creating " + quoted_path(node_));
-    };
-    make_own();
-    for (bool first = true;; first = false) {
-        auto listed = b::children_watched(p, path_, first ? b::first_read_by(deadline, timeout, p) : deadline, ec);
-        if (!listed) {
-            delete_own(p);
-            return false;
-        }
-        if (ec == errc::no_node) {
-            // The barrier's container was reaped: our node went with an expired session and was
-            // its last child. Enter again: the container and our node made anew.
-            make_own();
-            continue;
-        }
-        if (ec) fail(ec, "listing " + quoted_path(path_));
-        const auto& children = listed->children;
-        bool ready = std::find(children.begin(), children.end(), ready_name) != children.end();
-        bool ours = std::find(children.begin(), children.end(), name_) != children.end();
-        if (!ours) {
-            // Our session expired while we waited, and our node with it: enter again on the new
-            // one (nobody passes on our old node, and we do not pass without one).
-            b::drop_watch(p, listed->watch);
-            make_own();
-            continue;
-        }
-        if (ready) {
-            b::drop_watch(p, listed->watch);
-            return true;
-        }
-        if (static_cast<int>(members_of(children).size()) >= member_count_) {
-            b::drop_watch(p, listed->watch);
-            b::create(p, ready_, "", create_mode::persistent, ec);
-            if (ec && ec != errc::node_exists) fail(ec, "creating " + quoted_path(ready_));
-            return true;
-        }
-        if (b::wait(p, listed->watch, deadline) == b::watch_end::timed_out) {
-            delete_own(p);
-            return false;
-        }
-    }
-}
-
-bool double_barrier::leave_for(std::chrono::milliseconds timeout) {
-    std::lock_guard lock(mutex_);
-    if (!entered_) throw std::logic_error("zkr::double_barrier::leave_for: " + quoted_path(node_) + " has not entered");
-    auto deadline = b::deadline_after(timeout);
-    auto held = port();
-    auto& p = *held;
-    auto fail = [&](error_code e, const std::string& what) {
-        delete_own(p);
-        throw zkr::system_error(e, "zkr::double_barrier::leave_for: " + what);
-    };
-    for (;;) {
-        error_code ec;
-        auto children = b::get_children(p, path_, false, ec);
-        if (ec == errc::no_node) break;  // the container went with its last member
-        if (ec) fail(ec, "listing " + quoted_path(path_));
-        auto members = members_of(std::move(children.children));
-        if (members.empty()) break;
-        auto ours = std::find(members.begin(), members.end(), name_);
-        if (ours != members.end() && members.size() == 1) {
-            b::remove(p, node_, any_version, ec);
-            if (ec && ec != errc::no_node) fail(ec, "deleting " + quoted_path(node_));
-            continue;
-        }
-        std::string watched;
-        if (ours == members.begin()) {
-            watched = members.back();  // the lowest waits for the highest to go
-        } else {
-            if (ours != members.end()) {
-                b::remove(p, node_, any_version, ec);
-                if (ec && ec != errc::no_node) fail(ec, "deleting " + quoted_path(node_));
-            }
-            watched = members.front();
-        }
-        auto seen = b::exists_watched(p, join_path(path_, watched), deadline, ec);
-        if (!seen) {
-            delete_own(p);
-            return false;
-        }
-        if (ec) fail(ec, "reading " + quoted_path(join_path(path_, watched)));
-        if (!seen->exists) {
-            b::drop_watch(p, seen->watch);
-            continue;
-        }
-        if (b::wait(p, seen->watch, deadline) == b::watch_end::timed_out) {
-            delete_own(p);
-            return false;
-        }
-    }
-    entered_ = false;
-    // Everyone has left: "ready" goes (resent while the session lives), so that the next round
-    // on this path waits for its own members.
-    try {
-        detail::cleanup_service::of(p)->guaranteed_delete(ready_);
-    } catch (const zkr::system_error&) {
-        // the client closed: nothing more can be sent
-    }
-    return true;
-}
+bool double_barrier::enter_for(std::chrono::milliseconds timeout) { return call(false, timeout); }
+bool double_barrier::leave_for(std::chrono::milliseconds timeout) { return call(true, timeout); }
+const std::string& double_barrier::path() const noexcept { return member_->path; }
+const std::string& double_barrier::node_path() const noexcept { return member_->node; }
+int double_barrier::member_count() const noexcept { return member_->member_count; }
 
 }  // namespace zkr

@@ -318,7 +318,7 @@ TEST_CASE("atomic machine: a warm object's uncontended add is one request, a col
     CHECK(fresh.value() == 1);
 }
 
-TEST_CASE("atomic machine: a lost race reads again and applies once; a compare that fails writes nothing", "[atomic][faults]") {
+TEST_CASE("atomic machine: a lost race reads again and applies once, a compare that fails writes nothing", "[atomic][faults]") {
     auto m = with_counter(7);
     auto memory = warm()(m);
     m.foreign_write();  // 1008, our memory says 8

@@ -1,0 +1,171 @@
+#include "double_barrier_fsm.hpp"
+
+#include "zkr/path.hpp"
+
+#include <algorithm>
+
+namespace zkr::detail {
+
+namespace {
+constexpr const char* ready_name = "ready";
+
+std::vector<std::string> members_of(std::vector<std::string> children) {
+    children.erase(std::remove(children.begin(), children.end(), ready_name), children.end());
+    std::sort(children.begin(), children.end());  // Curator and kazoo order them so too
+    return children;
+}
+}  // namespace
+
+double_barrier_fsm::double_barrier_fsm(std::string path, std::string name, int member_count, bool leaving, bool once)
+    : path_(std::move(path)),
+      name_(std::move(name)),
+      node_(join_path(path_, name_)),
+      ready_(join_path(path_, ready_name)),
+      member_count_(member_count),
+      leaving_(leaving),
+      once_(once),
+      own_(leaving) {}
+
+double_barrier_fsm::request double_barrier_fsm::start() {
+    if (leaving_) return list_again();
+    phase_ = phase::making_parents;
+    return barrier_step::make_parents{path_};
+}
+
+double_barrier_fsm::request double_barrier_fsm::make_own() {
+    phase_ = phase::creating_own;
+    own_ = true;  // from here on, a give-up deletes it
+    return barrier_step::create{node_, create_mode::ephemeral};
+}
+
+double_barrier_fsm::request double_barrier_fsm::list_again() {
+    phase_ = phase::listing;
+    return barrier_step::list{path_, !leaving_};
+}
+
+double_barrier_fsm::request double_barrier_fsm::finish(bool passed, std::string delete_after) {
+    phase_ = phase::finished;
+    return barrier_step::done{passed, {}, {}, std::move(delete_after)};
+}
+
+double_barrier_fsm::request double_barrier_fsm::fail(error_code ec, std::string what) {
+    barrier_step::done d{false, ec, std::string(leaving_ ? "zkr::double_barrier::leave_for: " : "zkr::double_barrier::enter_for: ") + what, {}};
+    if (!own_) {
+        phase_ = phase::finished;
+        return d;
+    }
+    // Our node goes before the caller hears, so nobody counts a member that left.
+    pending_ = std::move(d);
+    phase_ = phase::removing;
+    return barrier_step::remove_own{};
+}
+
+std::optional<double_barrier_fsm::request> double_barrier_fsm::abandon(error_code reason) {
+    if (phase_ == phase::making_ready || phase_ == phase::finished) return std::nullopt;
+    return give_up(reason);
+}
+
+double_barrier_fsm::request double_barrier_fsm::give_up(error_code reason) {
+    barrier_step::done d{false, reason == errc::timed_out ? error_code{} : reason, {}, {}};
+    if (!own_) {
+        phase_ = phase::finished;
+        return d;
+    }
+    pending_ = std::move(d);
+    phase_ = phase::removing;
+    return barrier_step::remove_own{};
+}
+
+double_barrier_fsm::request double_barrier_fsm::evaluate_enter(const std::vector<std::string>& children) {
+    bool ready = std::find(children.begin(), children.end(), ready_name) != children.end();
+    bool ours = std::find(children.begin(), children.end(), name_) != children.end();
+    if (!ours) {
+        // Our session expired while we waited, and our node with it: enter again on the new one
+        // (nobody passes on our old node, and we do not pass without one).
+        return make_own();
+    }
+    if (ready) return finish(true);
+    if (static_cast<int>(members_of(children).size()) >= member_count_) {
+        phase_ = phase::making_ready;
+        return barrier_step::create{ready_, create_mode::persistent};
+    }
+    if (once_) return give_up(make_error_code(errc::timed_out));  // a zero timeout lists once
+    phase_ = phase::waiting;
+    return barrier_step::wait{};
+}
+
+double_barrier_fsm::request double_barrier_fsm::evaluate_leave(const std::vector<std::string>& children) {
+    auto members = members_of(children);
+    if (members.empty()) {
+        own_ = false;
+        return finish(true, ready_);  // everyone has left: the next round waits for its own members
+    }
+    auto ours = std::find(members.begin(), members.end(), name_);
+    if (ours == members.end()) own_ = false;
+    if (ours != members.end() && (members.size() == 1 || ours != members.begin())) {
+        // The last one, or not the lowest: our node goes, then we look again.
+        phase_ = phase::removing;
+        return barrier_step::remove_own{};
+    }
+    // The lowest waits for the highest to go; everyone else for the lowest.
+    phase_ = phase::watching;
+    return barrier_step::watch_node{join_path(path_, ours == members.begin() ? members.back() : members.front())};
+}
+
+double_barrier_fsm::request double_barrier_fsm::on(const barrier_reply& r) {
+    switch (phase_) {
+    case phase::making_parents:
+        if (r.error) return fail(r.error, "creating " + quoted_path(path_));
+        return make_own();
+    case phase::creating_own:
+        if (r.error == errc::no_node && !parents_retried_) {  // the container was reaped meanwhile
+            parents_retried_ = true;
+            phase_ = phase::making_parents;
+            return barrier_step::make_parents{path_};
+        }
+        // node_exists: our create was resent after a lost reply (the uuid is ours alone).
+        if (r.error && r.error != errc::node_exists) return fail(r.error, "creating " + quoted_path(node_));
+        parents_retried_ = false;
+        return list_again();
+    case phase::listing:
+        if (!leaving_ && r.error == errc::no_node) {
+            // The container was reaped: our node went with an expired session and was its last
+            // child. Enter again: the container and our node made anew.
+            parents_retried_ = false;
+            phase_ = phase::making_parents;
+            return barrier_step::make_parents{path_};
+        }
+        if (leaving_ && r.error == errc::no_node) {
+            own_ = false;
+            return finish(true, ready_);  // the container went with its last member
+        }
+        if (r.error) return fail(r.error, "listing " + quoted_path(path_));
+        return leaving_ ? evaluate_leave(r.children) : evaluate_enter(r.children);
+    case phase::making_ready:
+        if (r.error && r.error != errc::node_exists) return fail(r.error, "creating " + quoted_path(ready_));
+        return finish(true);
+    case phase::waiting:
+        if (r.error == errc::too_many_watches) return fail(r.error, "watching under " + quoted_path(path_));
+        return list_again();  // fired, or ended with its session: look again
+    case phase::watching:
+        if (r.error) return fail(r.error, "reading the member it waits for under " + quoted_path(path_));
+        if (!r.exists) return list_again();
+        phase_ = phase::waiting;
+        return barrier_step::wait{};
+    case phase::removing:
+        // A guaranteed delete answers with an error only once its session is gone, and our
+        // ephemeral node with it.
+        own_ = false;
+        if (pending_) {
+            phase_ = phase::finished;
+            return *std::exchange(pending_, std::nullopt);
+        }
+        return list_again();
+    case phase::idle:
+    case phase::finished: break;
+    }
+    phase_ = phase::finished;
+    return barrier_step::done{false, make_error_code(errc::runtime_inconsistency), "a reply in no step (a bug of zkr's)", {}};
+}
+
+}  // namespace zkr::detail

@@ -1,0 +1,92 @@
+// One call of a double-barrier member (enter or leave), as a sans-io state machine, on Curator's
+// DistributedDoubleBarrier layout: ephemeral "<uuid>" members under a container, a persistent
+// "ready" node. Entering: make our node, then list with a watch until "ready" is there or enough
+// members are, and make "ready" then. Leaving: ZooKeeper's recipe (the lowest waits for the
+// highest; everyone else deletes its node and waits for the lowest); once nobody is left,
+// "ready" is deleted. Every decision comes from a listing read from the server: no session
+// event lets anyone through. The machine never does I/O: the driver (double_barrier.cpp) sends
+// what it asks for, keeps the watch of its last watched read for a `wait`, and drops that watch
+// whenever the machine asks for anything else.
+#pragma once
+
+#include "zkr/error.hpp"
+#include "zkr/types.hpp"
+
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace zkr::detail {
+
+namespace barrier_step {
+struct make_parents { std::string path; };  ///< `path` and its ancestors, as containers
+struct create {
+    std::string path;
+    create_mode mode = create_mode::ephemeral;
+};
+struct list {
+    std::string path;
+    bool watch = false;
+};
+struct watch_node { std::string path; };  ///< exists() with a watch
+struct wait {};                           ///< for the watch the last watched read left
+/// Delete our node, and hear back: resent while the session lives (guaranteed), so that nobody
+/// counts a member that gave up once the call has returned.
+struct remove_own {};
+/// Delete `path` once everyone has left (guaranteed, not waited for).
+struct done {
+    bool passed = false;     ///< entered (all in) or left (all out); false: the deadline passed
+    error_code error;        ///< the call failed (our node deleted first)
+    std::string what;
+    std::string delete_after;  ///< "ready", when the last member left
+};
+}  // namespace barrier_step
+
+struct barrier_reply {
+    error_code error;
+    std::vector<std::string> children;  ///< for list
+    bool exists = false;                ///< for watch_node
+    bool fired = false;                 ///< for wait: the watch fired (else it ended with its session)
+};
+
+class double_barrier_fsm {
+public:
+    using request = std::variant<barrier_step::make_parents, barrier_step::create, barrier_step::list,
+                                 barrier_step::watch_node, barrier_step::wait, barrier_step::remove_own, barrier_step::done>;
+
+    /// `once`: a zero timeout — enter lists once and gives up instead of waiting.
+    double_barrier_fsm(std::string path, std::string name, int member_count, bool leaving, bool once);
+
+    request start();
+    request on(const barrier_reply& r);
+    /// Given up (deadline: `reason` timed_out; cancelled): our node is deleted, then done. Not
+    /// while "ready" is being made (nullopt): the others may pass counting us, so its answer
+    /// decides, and the call passes.
+    std::optional<request> abandon(error_code reason);
+
+    bool finished() const noexcept { return phase_ == phase::finished; }
+    /// Whether our node may be on the server (made and not known deleted).
+    bool may_own_node() const noexcept { return own_; }
+
+private:
+    enum class phase { idle, making_parents, creating_own, listing, making_ready, waiting, watching, removing, finished };
+
+    request make_own();
+    request evaluate_enter(const std::vector<std::string>& children);
+    request evaluate_leave(const std::vector<std::string>& children);
+    request fail(error_code ec, std::string what);
+    request give_up(error_code reason);
+    request finish(bool passed, std::string delete_after = {});
+    request list_again();
+
+    std::string path_, name_, node_, ready_;
+    int member_count_;
+    bool leaving_, once_;
+    phase phase_ = phase::idle;
+    bool own_ = false;  // our node may exist
+    bool parents_retried_ = false;
+    std::optional<barrier_step::done> pending_;  // what to answer once our node is deleted
+};
+
+}  // namespace zkr::detail

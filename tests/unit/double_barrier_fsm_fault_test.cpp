@@ -1,0 +1,238 @@
+// The double barrier's machine (recipes/barrier/double_barrier_fsm.hpp) against a model barrier,
+// with one fault at every request it sends: the retry policy giving up on it, the session
+// expiring before it (our node goes with it; the container too when it was the last child), its
+// reply lost and the request resent. The rest of the group moves while the machine waits. Whatever
+// happens: every call ends; an enter passes only when its node is in and the group is complete
+// (or "ready" is there), a leave only when nobody is left; a call that fails or gives up has
+// deleted its node before it answers; nobody else's node is ever touched.
+#include "barrier/double_barrier_fsm.hpp"
+#include "zkr/path.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <set>
+#include <string>
+
+namespace {
+
+using namespace zkr;
+using namespace zkr::detail;
+
+constexpr const char* barrier_path = "/app/rounds/r1";
+const std::string our_name = "m-ours";
+
+struct model {
+    bool container = false;
+    bool ready = false;
+    std::set<std::string> members;  // names
+    int ready_made = 0;
+
+    std::vector<std::string> children() const {
+        std::vector<std::string> c(members.begin(), members.end());
+        if (ready) c.push_back("ready");
+        return c;
+    }
+    void expire() {
+        members.erase(our_name);
+        if (members.empty() && !ready) container = false;  // a container's last child gone: reaped
+    }
+};
+
+enum class fault { none, gave_up, expired_before, reply_lost_resent };
+
+struct outcome {
+    barrier_step::done done;
+    bool ours_present_at_pass = false;  // in the listing the decision was made on
+    bool ready_at_pass = false;
+    std::size_t members_at_pass = 0;
+    int steps = 0;
+};
+
+// `world(m)` moves the rest of the group each time the machine waits.
+template <class World>
+outcome run(model& m, bool leaving, int member_count, fault f, int at, World world, bool once = false) {
+    double_barrier_fsm machine(barrier_path, our_name, member_count, leaving, once);
+    auto next = machine.start();
+    outcome o;
+    std::vector<std::string> last_listed;
+    for (int n = 0; n < 300; ++n) {
+        if (auto* d = std::get_if<barrier_step::done>(&next)) {
+            // A pass is decided on the last listing: it must have shown what the pass needs.
+            o.done = *d;
+            o.ours_present_at_pass = std::count(last_listed.begin(), last_listed.end(), our_name) > 0;
+            o.ready_at_pass = std::count(last_listed.begin(), last_listed.end(), "ready") > 0;
+            o.members_at_pass = last_listed.size() - (o.ready_at_pass ? 1 : 0);
+            if (!d->delete_after.empty()) m.ready = false;
+            return o;
+        }
+        const fault here = o.steps++ == at ? f : fault::none;
+        if (here == fault::expired_before) m.expire();
+        barrier_reply r;
+        auto apply = [&] {
+            barrier_reply x;
+            std::visit(
+                [&](const auto& s) {
+                    using S = std::decay_t<decltype(s)>;
+                    if constexpr (std::is_same_v<S, barrier_step::make_parents>) {
+                        m.container = true;
+                    } else if constexpr (std::is_same_v<S, barrier_step::create>) {
+                        auto name = std::string(node_name(s.path));
+                        if (!m.container) x.error = make_error_code(errc::no_node);
+                        else if (name == "ready") {
+                            if (m.ready) x.error = make_error_code(errc::node_exists);
+                            m.ready = true;
+                            ++m.ready_made;
+                        } else if (m.members.count(name)) x.error = make_error_code(errc::node_exists);
+                        else m.members.insert(name);
+                    } else if constexpr (std::is_same_v<S, barrier_step::list>) {
+                        if (!m.container) x.error = make_error_code(errc::no_node);
+                        else x.children = m.children();
+                    } else if constexpr (std::is_same_v<S, barrier_step::watch_node>) {
+                        x.exists = m.members.count(std::string(node_name(s.path))) > 0;
+                    } else if constexpr (std::is_same_v<S, barrier_step::wait>) {
+                        world(m);
+                        x.fired = true;
+                    } else if constexpr (std::is_same_v<S, barrier_step::remove_own>) {
+                        m.members.erase(our_name);
+                        if (m.members.empty() && !m.ready) m.container = false;
+                    }
+                },
+                next);
+            return x;
+        };
+        switch (here) {
+        case fault::none:
+        case fault::expired_before: r = apply(); break;
+        case fault::gave_up:
+            if (std::holds_alternative<barrier_step::wait>(next) || std::holds_alternative<barrier_step::remove_own>(next)) {
+                r = apply();  // a wait has no request to give up on; a guaranteed delete is resent
+            } else {
+                r.error = make_error_code(errc::connection_loss);
+            }
+            break;
+        case fault::reply_lost_resent:
+            if (std::holds_alternative<barrier_step::wait>(next)) {
+                r = apply();
+            } else {
+                apply();
+                r = apply();
+            }
+            break;
+        }
+        if (std::holds_alternative<barrier_step::list>(next)) last_listed = r.error ? std::vector<std::string>{} : r.children;
+        next = machine.on(r);
+    }
+    FAIL("the machine did not end within 300 steps");
+    return o;
+}
+
+const fault all_faults[] = {fault::gave_up, fault::expired_before, fault::reply_lost_resent};
+const char* name_of(fault f) {
+    switch (f) {
+    case fault::none: return "none";
+    case fault::gave_up: return "given up";
+    case fault::expired_before: return "session expired before";
+    case fault::reply_lost_resent: return "reply lost, resent";
+    }
+    return "?";
+}
+
+// Two others already in, a third arrives at the first wait: four in all.
+model two_in() {
+    model m;
+    m.container = true;
+    m.members = {"m-a", "m-b"};
+    return m;
+}
+auto third_arrives = [](model& m) { m.members.insert("m-c"); };
+
+}  // namespace
+
+TEST_CASE("double barrier machine: a fault at any request of an enter never lets it through early and never leaves its node",
+          "[double_barrier][faults]") {
+    auto clean_model = two_in();
+    auto clean = run(clean_model, false, 4, fault::none, -1, third_arrives);
+    REQUIRE(clean.done.passed);
+    REQUIRE_FALSE(clean.done.error);
+    for (fault f : all_faults) {
+        for (int at = 0; at < clean.steps + 3; ++at) {
+            INFO(name_of(f) << " at request " << at);
+            auto m = two_in();
+            auto o = run(m, false, 4, f, at, third_arrives);
+            CHECK(m.members.count("m-a") + m.members.count("m-b") == 2);  // nobody else's node touched
+            if (o.done.passed) {
+                CHECK_FALSE(o.done.error);
+                CHECK(o.ours_present_at_pass);  // never through without its node
+                CHECK((o.ready_at_pass || o.members_at_pass >= 4));
+            } else {
+                CHECK_FALSE(m.members.count(our_name));  // gave up or failed: its node deleted first
+                CHECK(o.done.error == errc::connection_loss);
+            }
+        }
+    }
+}
+
+TEST_CASE("double barrier machine: three of four never pass, and a zero timeout lists once and leaves nothing",
+          "[double_barrier][faults]") {
+    auto m = two_in();
+    int waits = 0;
+    // Nobody else comes: the machine waits; after a few wake-ups it is given up.
+    double_barrier_fsm machine(barrier_path, our_name, 4, false, false);
+    auto next = machine.start();
+    for (int n = 0; n < 50 && !std::holds_alternative<barrier_step::done>(next); ++n) {
+        barrier_reply r;
+        if (std::holds_alternative<barrier_step::make_parents>(next)) m.container = true;
+        else if (std::holds_alternative<barrier_step::create>(next)) m.members.insert(our_name);
+        else if (std::holds_alternative<barrier_step::list>(next)) r.children = m.children();
+        else if (std::holds_alternative<barrier_step::wait>(next)) {
+            if (++waits == 5) {
+                next = *machine.abandon(make_error_code(errc::timed_out));
+                continue;
+            }
+        } else if (std::holds_alternative<barrier_step::remove_own>(next)) m.members.erase(our_name);
+        next = machine.on(r);
+    }
+    REQUIRE(std::holds_alternative<barrier_step::done>(next));
+    auto d = std::get<barrier_step::done>(next);
+    CHECK_FALSE(d.passed);
+    CHECK_FALSE(d.error);  // a deadline is not an error
+    CHECK_FALSE(m.members.count(our_name));
+    CHECK_FALSE(m.ready);
+
+    auto z = two_in();
+    auto o = run(z, false, 4, fault::none, -1, [](model&) { FAIL("a zero timeout waited"); }, true);
+    CHECK_FALSE(o.done.passed);
+    CHECK_FALSE(z.members.count(our_name));
+}
+
+TEST_CASE("double barrier machine: a fault at any request of a leave never lets it out while a member is in", "[double_barrier][faults]") {
+    // We and two others are in; each wake-up, one of the others leaves.
+    auto in_three = [] {
+        model m;
+        m.container = true;
+        m.ready = true;
+        m.members = {"m-a", our_name, "m-z"};
+        return m;
+    };
+    auto one_leaves = [](model& m) {
+        for (const char* other : {"m-z", "m-a"}) {
+            if (m.members.erase(other)) return;
+        }
+    };
+    auto clean_model = in_three();
+    auto clean = run(clean_model, true, 3, fault::none, -1, one_leaves);
+    REQUIRE(clean.done.passed);
+    REQUIRE(clean_model.members.empty());
+    REQUIRE_FALSE(clean_model.ready);  // the last out deletes "ready"
+    for (fault f : all_faults) {
+        for (int at = 0; at < clean.steps + 3; ++at) {
+            INFO(name_of(f) << " at request " << at);
+            auto m = in_three();
+            auto o = run(m, true, 3, f, at, one_leaves);
+            CHECK_FALSE(m.members.count(our_name));  // out, or failed with its node deleted first
+            if (o.done.passed) CHECK(o.members_at_pass == 0);
+            else CHECK(o.done.error == errc::connection_loss);
+        }
+    }
+}
