@@ -443,6 +443,28 @@ TEST_CASE("atomic long promoted to a lock: the lock not had within lock_timeout 
     t.holder.unlock();
 }
 
+TEST_CASE("atomic long promoted to a lock: a Curator InterProcessMutex holding the lock path makes an async change wait",
+          "[atomic][promoted][interop][async]") {
+    // The promoted lock is Curator's layout: Curator writers promoted to the same path queue on it
+    // with zkr's. Here Curator holds it; zkr's async change, its one optimistic try lost, waits.
+    promoted_counter t("atomic-promoted-curator", 20s);
+    t.write_behind(100);
+    zkr::test::curator_session curator(t.connect);
+    curator.mutex_create("m", t.lock_path);
+    REQUIRE(curator.mutex_acquire("m", 10s));
+    auto change = t.counter.async_increment(boost::asio::use_future);
+    REQUIRE(eventually([&] { return zkr::test::queue_length(t.other, t.lock_path) == 2; }));
+    CHECK(zkr::test::holds_throughout([&] { return change.wait_for(0ms) == std::future_status::timeout; }, 300ms));
+    t.write_behind(200);
+    curator.mutex_release("m");
+    auto r = zkr::test::get_within(change, 20s, "the promoted increment");
+    CHECK(r.succeeded);
+    CHECK(r.pre == 200);
+    CHECK(r.post == 201);
+    CHECK(r.attempts == 2);
+    CHECK(eventually([&] { return zkr::test::queue_length(t.other, t.lock_path) == 0; }));  // released
+}
+
 TEST_CASE("atomic long promoted to a lock: a lock path that is the counter's, under it or broken is refused, naming it",
           "[atomic][promoted]") {
     zkr::client c(test_options(test_connect_string()));
