@@ -48,16 +48,18 @@ double_barrier_fsm::request double_barrier_fsm::finish(bool passed, std::string 
     return barrier_step::done{passed, {}, {}, std::move(delete_after)};
 }
 
-double_barrier_fsm::request double_barrier_fsm::fail(error_code ec, std::string what) {
-    barrier_step::done d{false, ec, std::string(leaving_ ? "zkr::double_barrier::leave_for: " : "zkr::double_barrier::enter_for: ") + what, {}};
-    if (!own_) {
-        phase_ = phase::finished;
-        return d;
-    }
+double_barrier_fsm::request double_barrier_fsm::answer_after_own_delete(barrier_step::done d) {
+    phase_ = phase::finished;
+    if (!own_) return d;
     // Our node goes before the caller hears, so nobody counts a member that left.
     pending_ = std::move(d);
     phase_ = phase::removing;
     return barrier_step::remove_own{};
+}
+
+double_barrier_fsm::request double_barrier_fsm::fail(error_code ec, std::string what) {
+    const char* call = leaving_ ? "zkr::double_barrier::leave_for: " : "zkr::double_barrier::enter_for: ";
+    return answer_after_own_delete(barrier_step::done{false, ec, call + what, {}});
 }
 
 std::optional<double_barrier_fsm::request> double_barrier_fsm::abandon(error_code reason) {
@@ -66,14 +68,8 @@ std::optional<double_barrier_fsm::request> double_barrier_fsm::abandon(error_cod
 }
 
 double_barrier_fsm::request double_barrier_fsm::give_up(error_code reason) {
-    barrier_step::done d{false, reason == errc::timed_out ? error_code{} : reason, {}, {}};
-    if (!own_) {
-        phase_ = phase::finished;
-        return d;
-    }
-    pending_ = std::move(d);
-    phase_ = phase::removing;
-    return barrier_step::remove_own{};
+    // A deadline is no error: the call answers passed == false.
+    return answer_after_own_delete(barrier_step::done{false, reason == errc::timed_out ? error_code{} : reason, {}, {}});
 }
 
 double_barrier_fsm::request double_barrier_fsm::evaluate_enter(const std::vector<std::string>& children) {

@@ -77,6 +77,7 @@ private:
     request evaluate_leave(const std::vector<std::string>& children);
     request fail(error_code ec, std::string what);
     request give_up(error_code reason);
+    request answer_after_own_delete(barrier_step::done d);
     request finish(bool passed, std::string delete_after = {});
     request list_again();
 
