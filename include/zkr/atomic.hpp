@@ -35,7 +35,11 @@ struct atomic_result {
 /// lock and tries again under it. The lock is a zkr::mutex at `lock_path`: Curator's
 /// InterProcessMutex layout, so zkr and Curator counters promoted to one path share it. It only
 /// orders the writers that take it: a writer still trying optimistically can win a race against
-/// the holder, which then tries again (up to `max_attempts`).
+/// the holder, which then tries again (up to `max_attempts`). It is held by the operation, not by
+/// the calling thread: a thread's own zkr::mutex hold on that path is not re-entered (its change
+/// would wait behind that hold and give up after `lock_timeout`). Should its
+/// session be lost while a change is under it, the change goes on as any change does (exactly
+/// once, by the counter's versions), no longer ordered against writers that took the lock since.
 struct promoted_lock {
     /// The lock's path: a valid ZooKeeper path, neither the counter's nor under it (its nodes
     /// would be the counter's children).
@@ -168,7 +172,8 @@ private:
 /// unchanged since, nothing was applied and the change is made on the new session; if it changed,
 /// whether by this change or by another writer cannot be known, and the call throws
 /// errc::outcome_unknown instead of guessing; so does a change whose resending the client's
-/// retry policy gave up. Either way it is never applied twice: a caller that gets
+/// retry policy gave up, one whose client closed before its answer, and one whose settling read
+/// (after a session loss) failed. Either way it is never applied twice: a caller that gets
 /// outcome_unknown must not simply do it again (read the counter, or give the change up).
 ///
 /// Cost: the value and version this object last saw are kept, so a change by the only zkr

@@ -29,17 +29,33 @@ struct counter_queue {
         start();
     }
     void next() {
-        std::function<void()> start;
-        {
-            std::lock_guard lock(mutex);
-            if (waiting.empty()) {
-                busy = false;
-                return;
-            }
-            start = std::move(waiting.front());
-            waiting.pop_front();
+        // A trampoline: an operation that ends inline (a closed client answers at once) calls
+        // next() from inside start(); that call only asks this loop to go on, so a long queue
+        // drains in a loop instead of one stack frame per operation.
+        thread_local counter_queue* draining = nullptr;
+        thread_local bool again = false;
+        if (draining == this) {
+            again = true;
+            return;
         }
-        start();
+        auto* outer = std::exchange(draining, this);
+        auto outer_again = std::exchange(again, false);
+        do {
+            again = false;
+            std::function<void()> start;
+            {
+                std::lock_guard lock(mutex);
+                if (waiting.empty()) {
+                    busy = false;
+                    break;
+                }
+                start = std::move(waiting.front());
+                waiting.pop_front();
+            }
+            start();
+        } while (again);
+        draining = outer;
+        again = outer_again;
     }
     std::mutex mutex;  // a leaf
     bool busy = false;

@@ -237,9 +237,11 @@ atomic_fsm::action atomic_fsm::on_write(const counter_reply& r, const counter_se
     memory_.cache.reset();
     std::vector<std::string> deletes;
     if (!memory_.writer.empty()) deletes.push_back(std::exchange(memory_.writer, std::string()));
-    if (in_doubt(r.error))  // the client's retry policy gave up resending it
+    if (in_doubt(r.error) || r.error == errc::client_closed)  // given up on (retry policy, close): may have been applied
         return fail(make_error_code(errc::outcome_unknown),
-                    "changing " + quoted_path(path_) + " (the retry policy gave up resending it after: " + r.error.message() + ")",
+                    "changing " + quoted_path(path_) +
+                        (r.error == errc::client_closed ? std::string(" (the client closed before its answer)")
+                                                        : " (the retry policy gave up resending it after: " + r.error.message() + ")"),
                     std::move(deletes));
     return fail(r.error, "changing " + quoted_path(path_), std::move(deletes));
 }
@@ -309,7 +311,14 @@ atomic_fsm::action atomic_fsm::on(const counter_reply& r, const counter_session&
         return after_writer(s);
     case phase::writing: return on_write(r, s);
     case phase::doubt_read:
-        if (!take_read(r, failure)) return *failure;
+        if (!take_read(r, failure)) {
+            // Our try may have been applied; nothing could settle it.
+            if (r.error && r.error != errc::bad_arguments)
+                return fail(make_error_code(errc::outcome_unknown), "changing " + quoted_path(path_) +
+                                                                        " (its session was lost before the answer, and reading the counter then failed: " +
+                                                                        r.error.message() + ")");
+            return *failure;
+        }
         if (memory_.cache->mzxid == *doubt_mzxid_) {
             doubt_mzxid_.reset();
             return loop(s, false);  // nothing of ours was applied

@@ -74,13 +74,16 @@ public:
         if (!port || port->closed()) return finish(barrier_step::done{false, make_error_code(errc::client_closed),
                                                                        "zkr::double_barrier " + quoted_path(member_->path), {}});
         threads_ = port->threads();
-        if (deadline) {
-            deadline_timer_ = arm(*deadline, [](barrier_call& self) { self.give_up(make_error_code(errc::timed_out)); });
-        }
         double_barrier_fsm::request first;
         {
             std::lock_guard lock(mutex_);
             first = machine_.start();
+        }
+        // Armed once the machine has started (a give-up before it would be one it cannot place).
+        if (deadline) {
+            auto timer = arm(*deadline, [](barrier_call& self) { self.give_up(make_error_code(errc::timed_out)); });
+            std::lock_guard lock(mutex_);
+            deadline_timer_ = std::move(timer);
         }
         run(std::move(first));
     }
@@ -208,11 +211,15 @@ private:
                 } else if constexpr (std::is_same_v<S, barrier_step::remove_own>) {
                     // Waited for, at most a session timeout: with the server unreachable that
                     // long, the node goes with its session.
-                    remove_bound_ = arm(std::chrono::steady_clock::now() + port->session_timeout(),
-                                        [seq](barrier_call& c) { c.on_reply(seq, {}); });
+                    auto bound = arm(std::chrono::steady_clock::now() + port->session_timeout(),
+                                     [seq](barrier_call& c) { c.on_reply(seq, {}); });
+                    {
+                        std::lock_guard lock(mutex_);
+                        remove_bound_ = std::move(bound);
+                    }
                     try {
                         cleanup_service::of(*port)->guaranteed_delete(
-                            member_->node, completion<>(completion<>::inline_fn([self, seq](error_code) { self->on_reply(seq, {}); })));
+                            s.path, completion<>(completion<>::inline_fn([self, seq](error_code) { self->on_reply(seq, {}); })));
                     } catch (const zkr::system_error&) {
                         on_reply(seq, {});  // the client closed: its session, and our node, are gone
                     }
@@ -222,14 +229,17 @@ private:
     }
 
     void finish(barrier_step::done d) {
+        timer_ptr deadline, bound;
         {
             std::lock_guard lock(mutex_);
             if (finished_) return;
             finished_ = true;
+            deadline = std::move(deadline_timer_);
+            bound = std::move(remove_bound_);
         }
         drop(take_watch());
-        disarm(deadline_timer_);
-        disarm(remove_bound_);
+        disarm(deadline);
+        disarm(bound);
         if (!d.delete_after.empty()) {
             // Everyone has left: "ready" goes (resent while the session lives), so that the next
             // round on this path waits for its own members.
@@ -260,7 +270,7 @@ private:
     std::uint64_t seq_ = 0;
     std::shared_ptr<watch_state> watch_;
     bool finished_ = false;
-    timer_ptr deadline_timer_, remove_bound_;
+    timer_ptr deadline_timer_, remove_bound_;  // under mutex_
 };
 
 // Claims the member for one call: an error when one runs, or when it is (not) in already.

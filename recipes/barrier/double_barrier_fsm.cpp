@@ -54,7 +54,7 @@ double_barrier_fsm::request double_barrier_fsm::answer_after_own_delete(barrier_
     // Our node goes before the caller hears, so nobody counts a member that left.
     pending_ = std::move(d);
     phase_ = phase::removing;
-    return barrier_step::remove_own{};
+    return barrier_step::remove_own{node_};
 }
 
 double_barrier_fsm::request double_barrier_fsm::fail(error_code ec, std::string what) {
@@ -62,9 +62,34 @@ double_barrier_fsm::request double_barrier_fsm::fail(error_code ec, std::string 
     return answer_after_own_delete(barrier_step::done{false, ec, call + what, {}});
 }
 
+bool double_barrier_fsm::may_give_up_now() const noexcept {
+    // An enter's create of its node may still be resent and land after a delete sent now (a
+    // ghost member that lets others through early); "ready" may already let the others through
+    // counting us: their answers decide. A leave gives up only where the old recipe's deadline
+    // bound it, while it watches or waits: its own delete and the listings that end it go on,
+    // so the last one out always deletes "ready".
+    if (leaving_) return phase_ == phase::watching || phase_ == phase::waiting;
+    return phase_ != phase::idle && phase_ != phase::creating_own && phase_ != phase::making_ready;
+}
+
 std::optional<double_barrier_fsm::request> double_barrier_fsm::abandon(error_code reason) {
-    if (phase_ == phase::making_ready || phase_ == phase::finished) return std::nullopt;
+    if (phase_ == phase::finished || pending_) return std::nullopt;  // ending already: its answer stands
+    if (!may_give_up_now()) {
+        if (!deferred_) deferred_ = reason;  // the reply due decides where it can give up
+        return std::nullopt;
+    }
     return give_up(reason);
+}
+
+double_barrier_fsm::request double_barrier_fsm::on(const barrier_reply& r) {
+    auto next = on_phase(r);
+    // A give-up that came while a reply was due: made at the first step where it may be.
+    if (deferred_ && !pending_ && !std::holds_alternative<barrier_step::done>(next)) {
+        bool safe = leaving_ ? std::holds_alternative<barrier_step::watch_node>(next) || std::holds_alternative<barrier_step::wait>(next)
+                             : phase_ != phase::making_ready;  // the group is complete: we make "ready" and pass
+        if (safe) return give_up(*deferred_);
+    }
+    return next;
 }
 
 double_barrier_fsm::request double_barrier_fsm::give_up(error_code reason) {
@@ -101,14 +126,14 @@ double_barrier_fsm::request double_barrier_fsm::evaluate_leave(const std::vector
     if (ours != members.end() && (members.size() == 1 || ours != members.begin())) {
         // The last one, or not the lowest: our node goes, then we look again.
         phase_ = phase::removing;
-        return barrier_step::remove_own{};
+        return barrier_step::remove_own{node_};
     }
     // The lowest waits for the highest to go; everyone else for the lowest.
     phase_ = phase::watching;
     return barrier_step::watch_node{join_path(path_, ours == members.begin() ? members.back() : members.front())};
 }
 
-double_barrier_fsm::request double_barrier_fsm::on(const barrier_reply& r) {
+double_barrier_fsm::request double_barrier_fsm::on_phase(const barrier_reply& r) {
     switch (phase_) {
     case phase::making_parents:
         if (r.error) return fail(r.error, "creating " + quoted_path(path_));

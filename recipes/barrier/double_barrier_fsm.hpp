@@ -33,7 +33,7 @@ struct watch_node { std::string path; };  ///< exists() with a watch
 struct wait {};                           ///< for the watch the last watched read left
 /// Delete our node, and hear back: resent while the session lives (guaranteed), so that nobody
 /// counts a member that gave up once the call has returned.
-struct remove_own {};
+struct remove_own { std::string path; };
 /// Delete `path` once everyone has left (guaranteed, not waited for).
 struct done {
     bool passed = false;     ///< entered (all in) or left (all out); false: the deadline passed
@@ -60,9 +60,9 @@ public:
 
     request start();
     request on(const barrier_reply& r);
-    /// Given up (deadline: `reason` timed_out; cancelled): our node is deleted, then done. Not
-    /// while "ready" is being made (nullopt): the others may pass counting us, so its answer
-    /// decides, and the call passes.
+    /// Given up (deadline: `reason` timed_out; cancelled): our node is deleted, then done. Where
+    /// it may not give up yet (nullopt), the reply due decides (may_give_up_now()): it gives up at
+    /// the first step where it may, or ends as that reply says. Nullopt too once it is ending.
     std::optional<request> abandon(error_code reason);
 
     bool finished() const noexcept { return phase_ == phase::finished; }
@@ -72,6 +72,8 @@ public:
 private:
     enum class phase { idle, making_parents, creating_own, listing, making_ready, waiting, watching, removing, finished };
 
+    request on_phase(const barrier_reply& r);
+    bool may_give_up_now() const noexcept;
     request make_own();
     request evaluate_enter(const std::vector<std::string>& children);
     request evaluate_leave(const std::vector<std::string>& children);
@@ -88,6 +90,7 @@ private:
     bool own_ = false;  // our node may exist
     bool parents_retried_ = false;
     std::optional<barrier_step::done> pending_;  // what to answer once our node is deleted
+    std::optional<error_code> deferred_;         // a give-up asked for where it could not be made
 };
 
 }  // namespace zkr::detail

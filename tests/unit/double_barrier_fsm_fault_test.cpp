@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -26,7 +27,6 @@ struct model {
     bool container = false;
     bool ready = false;
     std::set<std::string> members;  // names
-    int ready_made = 0;
 
     std::vector<std::string> children() const {
         std::vector<std::string> c(members.begin(), members.end());
@@ -39,7 +39,7 @@ struct model {
     }
 };
 
-enum class fault { none, gave_up, expired_before, reply_lost_resent };
+enum class fault { none, gave_up, expired_before, reply_lost_resent, abandoned_in_flight };
 
 struct outcome {
     barrier_step::done done;
@@ -49,13 +49,47 @@ struct outcome {
     int steps = 0;
 };
 
-// `world(m)` moves the rest of the group each time the machine waits.
+// Carries out one request on the model; `world(m)` moves the rest of the group at a wait.
+template <class World>
+barrier_reply apply(model& m, const double_barrier_fsm::request& q, World& world) {
+    barrier_reply x;
+    std::visit(
+        [&](const auto& s) {
+            using S = std::decay_t<decltype(s)>;
+            if constexpr (std::is_same_v<S, barrier_step::make_parents>) {
+                m.container = true;
+            } else if constexpr (std::is_same_v<S, barrier_step::create>) {
+                auto name = std::string(node_name(s.path));
+                if (!m.container) x.error = make_error_code(errc::no_node);
+                else if (name == "ready") {
+                    if (m.ready) x.error = make_error_code(errc::node_exists);
+                    m.ready = true;
+                } else if (m.members.count(name)) x.error = make_error_code(errc::node_exists);
+                else m.members.insert(name);
+            } else if constexpr (std::is_same_v<S, barrier_step::list>) {
+                if (!m.container) x.error = make_error_code(errc::no_node);
+                else x.children = m.children();
+            } else if constexpr (std::is_same_v<S, barrier_step::watch_node>) {
+                x.exists = m.members.count(std::string(node_name(s.path))) > 0;
+            } else if constexpr (std::is_same_v<S, barrier_step::wait>) {
+                world(m);
+                x.fired = true;
+            } else if constexpr (std::is_same_v<S, barrier_step::remove_own>) {
+                m.members.erase(std::string(node_name(s.path)));
+                if (m.members.empty() && !m.ready) m.container = false;
+            }
+        },
+        q);
+    return x;
+}
+
 template <class World>
 outcome run(model& m, bool leaving, int member_count, fault f, int at, World world, bool once = false) {
     double_barrier_fsm machine(barrier_path, our_name, member_count, leaving, once);
     auto next = machine.start();
     outcome o;
     std::vector<std::string> last_listed;
+    std::optional<double_barrier_fsm::request> late;  // given up while in flight: it lands last
     for (int n = 0; n < 300; ++n) {
         if (auto* d = std::get_if<barrier_step::done>(&next)) {
             // A pass is decided on the last listing: it must have shown what the pass needs.
@@ -64,59 +98,37 @@ outcome run(model& m, bool leaving, int member_count, fault f, int at, World wor
             o.ready_at_pass = std::count(last_listed.begin(), last_listed.end(), "ready") > 0;
             o.members_at_pass = last_listed.size() - (o.ready_at_pass ? 1 : 0);
             if (!d->delete_after.empty()) m.ready = false;
+            if (late && !std::holds_alternative<barrier_step::wait>(*late)) apply(m, *late, world);  // a resend landing late
             return o;
         }
         const fault here = o.steps++ == at ? f : fault::none;
         if (here == fault::expired_before) m.expire();
+        if (here == fault::abandoned_in_flight) {
+            // The deadline fires while this request is on its way; its reply will be dropped.
+            if (auto instead = machine.abandon(make_error_code(errc::timed_out))) {
+                late = next;
+                next = *instead;
+                continue;
+            }
+        }
         barrier_reply r;
-        auto apply = [&] {
-            barrier_reply x;
-            std::visit(
-                [&](const auto& s) {
-                    using S = std::decay_t<decltype(s)>;
-                    if constexpr (std::is_same_v<S, barrier_step::make_parents>) {
-                        m.container = true;
-                    } else if constexpr (std::is_same_v<S, barrier_step::create>) {
-                        auto name = std::string(node_name(s.path));
-                        if (!m.container) x.error = make_error_code(errc::no_node);
-                        else if (name == "ready") {
-                            if (m.ready) x.error = make_error_code(errc::node_exists);
-                            m.ready = true;
-                            ++m.ready_made;
-                        } else if (m.members.count(name)) x.error = make_error_code(errc::node_exists);
-                        else m.members.insert(name);
-                    } else if constexpr (std::is_same_v<S, barrier_step::list>) {
-                        if (!m.container) x.error = make_error_code(errc::no_node);
-                        else x.children = m.children();
-                    } else if constexpr (std::is_same_v<S, barrier_step::watch_node>) {
-                        x.exists = m.members.count(std::string(node_name(s.path))) > 0;
-                    } else if constexpr (std::is_same_v<S, barrier_step::wait>) {
-                        world(m);
-                        x.fired = true;
-                    } else if constexpr (std::is_same_v<S, barrier_step::remove_own>) {
-                        m.members.erase(our_name);
-                        if (m.members.empty() && !m.ready) m.container = false;
-                    }
-                },
-                next);
-            return x;
-        };
         switch (here) {
         case fault::none:
-        case fault::expired_before: r = apply(); break;
+        case fault::expired_before:
+        case fault::abandoned_in_flight: r = apply(m, next, world); break;
         case fault::gave_up:
             if (std::holds_alternative<barrier_step::wait>(next) || std::holds_alternative<barrier_step::remove_own>(next)) {
-                r = apply();  // a wait has no request to give up on; a guaranteed delete is resent
+                r = apply(m, next, world);  // a wait has no request to give up on; a guaranteed delete is resent
             } else {
                 r.error = make_error_code(errc::connection_loss);
             }
             break;
         case fault::reply_lost_resent:
             if (std::holds_alternative<barrier_step::wait>(next)) {
-                r = apply();
+                r = apply(m, next, world);
             } else {
-                apply();
-                r = apply();
+                apply(m, next, world);
+                r = apply(m, next, world);
             }
             break;
         }
@@ -127,13 +139,14 @@ outcome run(model& m, bool leaving, int member_count, fault f, int at, World wor
     return o;
 }
 
-const fault all_faults[] = {fault::gave_up, fault::expired_before, fault::reply_lost_resent};
+const fault all_faults[] = {fault::gave_up, fault::expired_before, fault::reply_lost_resent, fault::abandoned_in_flight};
 const char* name_of(fault f) {
     switch (f) {
     case fault::none: return "none";
     case fault::gave_up: return "given up";
     case fault::expired_before: return "session expired before";
     case fault::reply_lost_resent: return "reply lost, resent";
+    case fault::abandoned_in_flight: return "deadline while in flight";
     }
     return "?";
 }
@@ -166,8 +179,10 @@ TEST_CASE("double barrier machine: a fault at any request of an enter never lets
                 CHECK(o.ours_present_at_pass);  // never through without its node
                 CHECK((o.ready_at_pass || o.members_at_pass >= 4));
             } else {
-                CHECK_FALSE(m.members.count(our_name));  // gave up or failed: its node deleted first
-                CHECK(o.done.error == errc::connection_loss);
+                // Gave up or failed: its node deleted first, and no create of it lands later.
+                CHECK_FALSE(m.members.count(our_name));
+                if (f == fault::abandoned_in_flight) CHECK_FALSE(o.done.error);  // a deadline is no error
+                else CHECK(o.done.error == errc::connection_loss);
             }
         }
     }
@@ -232,7 +247,48 @@ TEST_CASE("double barrier machine: a fault at any request of a leave never lets 
             auto o = run(m, true, 3, f, at, one_leaves);
             CHECK_FALSE(m.members.count(our_name));  // out, or failed with its node deleted first
             if (o.done.passed) CHECK(o.members_at_pass == 0);
+            else if (f == fault::abandoned_in_flight) CHECK_FALSE(o.done.error);
             else CHECK(o.done.error == errc::connection_loss);
         }
+    }
+}
+
+TEST_CASE("double barrier machine: the last one out is never cut off by its deadline, and a give-up before the start waits for it",
+          "[double_barrier][faults]") {
+    // Everyone else has left: nothing is waited on, so a deadline anywhere lets it finish, and
+    // "ready" goes with it (a "ready" left behind would let the next round through early).
+    auto last_one = [] {
+        model m;
+        m.container = true;
+        m.ready = true;
+        m.members = {our_name};
+        return m;
+    };
+    auto nobody = [](model&) { FAIL("the last one out waited"); };
+    auto clean_model = last_one();
+    auto clean = run(clean_model, true, 2, fault::none, -1, nobody);
+    for (int at = 0; at < clean.steps + 2; ++at) {
+        INFO("deadline while request " << at << " is in flight");
+        auto m = last_one();
+        auto o = run(m, true, 2, fault::abandoned_in_flight, at, nobody);
+        CHECK(o.done.passed);
+        CHECK(m.members.empty());
+        CHECK_FALSE(m.ready);
+    }
+
+    // Given up before it started (a cancellation racing the start): placed at the first step
+    // where it may be, never lost, and nothing left behind.
+    for (bool leaving : {false, true}) {
+        INFO((leaving ? "leave" : "enter"));
+        auto m = two_in();
+        if (leaving) m.members.insert(our_name);
+        double_barrier_fsm machine(barrier_path, our_name, 4, leaving, false);
+        CHECK_FALSE(machine.abandon(make_error_code(errc::cancelled)));
+        auto next = machine.start();
+        auto idle = [](model&) {};
+        for (int n = 0; n < 50 && !std::holds_alternative<barrier_step::done>(next); ++n) next = machine.on(apply(m, next, idle));
+        REQUIRE(std::holds_alternative<barrier_step::done>(next));
+        CHECK(std::get<barrier_step::done>(next).error == errc::cancelled);
+        CHECK_FALSE(m.members.count(our_name));
     }
 }
