@@ -588,3 +588,30 @@ TEST_CASE("id generator: async_next hands out a block's ids in the order asked, 
     REQUIRE(f.wait_for(10s) == std::future_status::ready);
     CHECK(f.get() == 41);
 }
+
+TEST_CASE("atomic long: many async changes queued when the client closes all complete (client_closed), none on a deep stack",
+          "[atomic][async]") {
+    // The queued operations end one after another, inline, once the client is closed: they drain
+    // in a loop, not one stack frame each (100,000 frames would overflow a thread's stack).
+    std::string connect = test_connect_string(), path = unique_path("atomic-async-close");
+    auto c = std::make_unique<zkr::client>(test_options(connect));
+    zkr::atomic_long counter(*c, path);
+    REQUIRE(counter.increment().succeeded);
+    std::atomic<int> closed{0}, applied{0}, unknown{0}, other{0};
+    std::promise<void> all_done;
+    constexpr int n = 100000;
+    std::atomic<int> left{n};
+    for (int i = 0; i < n; ++i) {
+        counter.async_increment([&](zkr::error_code ec, zkr::atomic_result<std::int64_t>) {
+            (ec == errc::client_closed ? closed : ec == errc::outcome_unknown ? unknown : ec ? other : applied)++;
+            if (--left == 0) all_done.set_value();
+        });
+    }
+    c->close();
+    auto done = all_done.get_future();
+    REQUIRE(done.wait_for(60s) == std::future_status::ready);
+    CHECK(closed + applied + unknown == n);
+    CHECK(unknown <= 1);  // the one whose write was on its way
+    CHECK(other == 0);
+    CHECK(closed > n / 2);  // most were still queued
+}
