@@ -374,8 +374,16 @@ void count_down_rounds(zkr::client& c, int id, std::atomic<bool>& stop, latch_ta
                 doubt = true;
             }
             if (!doubt) {
-                auto released = settled([&] { return latch.await_for(1s); });
-                if (!released) break;
+                // Released by the transaction that answered: the wait must end true once the
+                // server can be read. A one-second wait may end false while the ensemble is away
+                // (a timed call returns by its deadline: a quorum loss made it so once), so it is
+                // asked again for up to 15 s.
+                std::optional<bool> released;
+                for (auto until = clock_type::now() + 15s; !stop && clock_type::now() < until;) {
+                    released = settled([&] { return latch.await_for(1s); });
+                    if (!released || *released) break;
+                }
+                if (!released || stop) break;  // told to stop: the round is not counted
                 auto after = settled([&] { return latch.count(); });
                 if (!after) break;
                 if (!*released || *after != 0) {
