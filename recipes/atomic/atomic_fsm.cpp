@@ -1,6 +1,7 @@
 #include "atomic_fsm.hpp"
 
 #include "toolkit/big_endian.hpp"
+#include "toolkit/blocking.hpp"
 #include "zkr/path.hpp"
 
 #include <limits>
@@ -20,12 +21,6 @@ std::size_t failed_op(const std::vector<multi_op_result>& results) {
 // The writer record's data: the pre and post values of the change it was last bumped with.
 std::string record(std::int64_t pre, std::int64_t post) {
     return encode_big_endian<std::int64_t>(pre) + encode_big_endian<std::int64_t>(post);
-}
-
-// Whether an error leaves a write in doubt: it may or may not have been applied.
-bool in_doubt(error_code ec) {
-    return ec == errc::connection_loss || ec == errc::operation_timeout || ec == errc::session_expired ||
-           ec == errc::session_moved || ec == errc::closing;
 }
 
 // Two's-complement wrapping without signed overflow.
@@ -237,7 +232,7 @@ atomic_fsm::action atomic_fsm::on_write(const counter_reply& r, const counter_se
     memory_.cache.reset();
     std::vector<std::string> deletes;
     if (!memory_.writer.empty()) deletes.push_back(std::exchange(memory_.writer, std::string()));
-    if (in_doubt(r.error) || r.error == errc::client_closed)  // given up on (retry policy, close): may have been applied
+    if (blocking::in_doubt(r.error) || r.error == errc::client_closed)  // given up on (retry policy, close): may have been applied
         return fail(make_error_code(errc::outcome_unknown),
                     "changing " + quoted_path(path_) +
                         (r.error == errc::client_closed ? std::string(" (the client closed before its answer)")
