@@ -94,7 +94,7 @@ public:
             std::lock_guard lock(mutex_);
             if (finished_) return;
             next = machine_.abandon(reason);
-            if (!next) return;  // "ready" is being made: its answer decides
+            if (!next) return;  // not where it may give up: the reply due decides (abandon())
             ++seq_;             // the reply still due is of no use any more
         }
         run(std::move(*next));
