@@ -170,6 +170,13 @@ atomic_fsm::action atomic_fsm::make_record() {
     return ask(counter_step::create{record_path_, record(0, 0), create_mode::ephemeral});
 }
 
+atomic_fsm::action atomic_fsm::adopt_record(std::int64_t owner, const counter_session& s) {
+    memory_.writer = record_path_;
+    memory_.writer_session = owner;  // the session it was made on: it goes with that one
+    memory_.writer_version = 0;
+    return after_writer(s);
+}
+
 atomic_fsm::action atomic_fsm::after_writer(const counter_session& s) {
     if (!memory_.cache) {
         phase_ = phase::after_writer_read;
@@ -291,16 +298,10 @@ atomic_fsm::action atomic_fsm::on(const counter_reply& r, const counter_session&
         }
         // A create given up on may have been applied: our record must not outlive the call.
         if (r.error) return fail(r.error, "creating " + quoted_path(record_path_), {record_path_});
-        memory_.writer = record_path_;
-        memory_.writer_session = std::get<create_result>(r.value).stat.ephemeral_owner;
-        memory_.writer_version = 0;
-        return after_writer(s);
+        return adopt_record(std::get<create_result>(r.value).stat.ephemeral_owner, s);
     case phase::checking_record:
         if (r.error) return fail(r.error, "creating " + quoted_path(record_path_), {record_path_});
-        memory_.writer = record_path_;
-        memory_.writer_session = std::get<exists_result>(r.value).stat.ephemeral_owner;
-        memory_.writer_version = 0;
-        return after_writer(s);
+        return adopt_record(std::get<exists_result>(r.value).stat.ephemeral_owner, s);
     case phase::after_writer_read:
         if (!take_read(r, failure)) return *failure;
         return after_writer(s);

@@ -117,6 +117,7 @@ private:
     action ensure_writer(const counter_session& s);
     action make_counter();
     action make_record();
+    action adopt_record(std::int64_t owner, const counter_session& s);
     action after_writer(const counter_session& s);
     action on_write(const counter_reply& r, const counter_session& s);
     // A read's reply into the cache: false (and `failure` set) when it failed.
