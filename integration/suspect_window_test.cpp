@@ -356,6 +356,30 @@ TEST_CASE("suspect window: a late event of a given-up handle does not make a hol
     CHECK(eventually([&] { return hold.state() == lock_state::held; }, deadline));
 }
 
+// The rule above without the race: in the test above, the C client may already have stopped saying
+// connected by the time the listener runs, and then the hold reads uncertain whatever the late
+// event did. Here the C client says connected throughout: only the record of the current
+// handle's "down" event, which a late event of the given-up handle must not overwrite, says
+// suspect.
+TEST_CASE("suspect window: a late event of a given-up handle never overwrites the current handle's down event",
+          "[mutex][issue33]") {
+    const std::string connect = test_connect_string(), path = unique_path("suspect-late-event-order");
+    zkr::client c(test_options(connect, session_timeout));
+    c.wait_connected(deadline);
+    zkr::testkit::expire_session(c);  // the first handle (generation 0) is given up; generation 1 is current
+    c.wait_connected(deadline);
+    zkr::mutex m(c, path);
+    auto hold = m.async_lock(boost::asio::use_future).get();
+    REQUIRE(hold.state() == lock_state::held);
+    auto impl = zkr::detail::client_access::impl(c);
+    impl->note_handle_event(1, ZOO_CONNECTING_STATE);  // the current handle's "down", as queued before its backlog fails
+    REQUIRE(hold.state() == lock_state::uncertain);    // (so generation 1 is the current handle)
+    impl->note_handle_event(0, ZOO_CONNECTED_STATE);   // the given-up handle's late "connected"
+    CHECK(hold.state() == lock_state::uncertain);
+    impl->note_handle_event(1, ZOO_CONNECTED_STATE);   // the current handle's own "connected" does count
+    CHECK(hold.state() == lock_state::held);
+}
+
 // The same silent lapse, for a selector: its term must be told to stop once its lease ends, with
 // no session event to say so (the hold monitor's lease timer, armed as the term begins).
 TEST_CASE("suspect window: a selector's term is stopped when its lease runs out while connected",

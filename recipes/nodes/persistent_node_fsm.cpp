@@ -1,0 +1,243 @@
+#include "nodes/persistent_node_fsm.hpp"
+
+#include "toolkit/sequence_queue.hpp"
+#include "zkr/path.hpp"
+
+#include <sstream>
+
+namespace zkr::detail {
+
+namespace {
+create_mode without_sequence(create_mode m) {
+    switch (m) {
+        case create_mode::ephemeral_sequential: return create_mode::ephemeral;
+        case create_mode::persistent_sequential: return create_mode::persistent;
+        default: return m;
+    }
+}
+bool is_ephemeral(create_mode m) { return m == create_mode::ephemeral || m == create_mode::ephemeral_sequential; }
+std::string hex(std::int64_t session) {
+    std::ostringstream s;
+    s << "0x" << std::hex << session;
+    return s.str();
+}
+}  // namespace
+
+persistent_node_fsm::persistent_node_fsm(std::string path, create_mode mode, std::string data, bool protection,
+                                         bool create_parents, std::function<std::string()> new_prefix)
+    : path_(std::move(path)),
+      parent_(parent_path(path_)),
+      mode_(mode),
+      protection_(protection || is_sequential(mode)),
+      create_parents_(create_parents),
+      new_prefix_(std::move(new_prefix)),
+      data_(std::move(data)) {
+    if (protection_) prefix_ = new_prefix_();
+}
+
+std::string persistent_node_fsm::creation_path() const {
+    if (!actual_.empty()) return actual_;  // made before: the same name again (CURATOR-483)
+    if (!protection_) return path_;
+    return join_path(parent_, prefix_ + std::string(node_name(path_)));
+}
+
+create_mode persistent_node_fsm::creation_mode() const { return actual_.empty() ? mode_ : without_sequence(mode_); }
+
+persistent_node_fsm::request persistent_node_fsm::ensure(std::int64_t session) {
+    if (closed_) return node_step::idle{};
+    if (busy_) {
+        again_ = true;
+        return node_step::idle{};
+    }
+    busy_ = true;
+    again_ = false;
+    watching_ = false;  // every chain ends with a watch of its own
+    sent_session_ = session;
+    if (session) sessions_.insert(session);
+    if (in_doubt_) {
+        phase_ = phase::listing;
+        return node_step::list{parent_};
+    }
+    return send_create();
+}
+
+persistent_node_fsm::request persistent_node_fsm::send_create() {
+    phase_ = phase::creating;
+    sent_path_ = creation_path();
+    sent_mode_ = creation_mode();
+    sent_gen_ = data_gen_;
+    return node_step::create{sent_path_, data_, sent_mode_};
+}
+
+persistent_node_fsm::request persistent_node_fsm::created(std::int64_t session, error_code ec, const std::string& made_path) {
+    if (closed_) {
+        busy_ = false;
+        phase_ = phase::idle;
+        if (!ec) return node_step::remove{made_path};  // landed after close()
+        return node_step::idle{};
+    }
+    if (!ec) return made(made_path);
+    if (ec == errc::node_exists) {
+        phase_ = phase::examining;
+        return node_step::examine{sent_path_};
+    }
+    if (ec == errc::no_node && create_parents_) {
+        phase_ = phase::making_parents;
+        return node_step::make_parents{parent_};
+    }
+    if (is_sequential(sent_mode_) && (is_retryable(ec) || is_session_lost(ec)) && ec != errc::client_closed) {
+        // Made or not (a persistent one outlives the session too): a listing of the parent
+        // settles it by our prefix. Sent again, it could make a second node.
+        in_doubt_ = true;
+        doubt_session_ = sent_session_;
+    }
+    if (!is_retryable(ec) && !is_session_lost(ec)) note(log::level::error, "cannot make " + sent_path_ + ": " + ec.message());
+    return step_done(session, is_retryable(ec));
+}
+
+persistent_node_fsm::request persistent_node_fsm::made(const std::string& path) {
+    actual_ = path;
+    made_once_ = true;
+    if (sent_gen_ != data_gen_) {
+        // New data came while it was being made (or taken over): written before the watch.
+        phase_ = phase::taking_over;
+        sent_path_ = path;
+        sent_gen_ = data_gen_;
+        return node_step::take_over{path, data_};
+    }
+    return watch_node(path);
+}
+
+persistent_node_fsm::request persistent_node_fsm::parents_made(std::int64_t session, error_code ec) {
+    if (closed_) {
+        busy_ = false;
+        phase_ = phase::idle;
+        return node_step::idle{};
+    }
+    if (ec && !is_retryable(ec) && !is_session_lost(ec)) note(log::level::error, "cannot make its parents: " + ec.message());
+    return step_done(session, ec && is_retryable(ec), !ec);
+}
+
+persistent_node_fsm::request persistent_node_fsm::listed(std::int64_t session, error_code ec,
+                                                         const std::vector<std::string>& children) {
+    if (closed_) {  // close() sweeps the prefix in doubt
+        busy_ = false;
+        phase_ = phase::idle;
+        return node_step::idle{};
+    }
+    if (ec && ec != errc::no_node) return step_done(session, is_retryable(ec));
+    std::string found;
+    for (const auto& c : children)
+        if (has_prefix(c, prefix_)) found = join_path(parent_, c);
+    in_doubt_ = false;
+    if (found.empty()) {
+        // Nothing made: a fresh name, and the old one swept at close while its session lives.
+        doubts_.push_back({prefix_, doubt_session_});
+        prefix_ = new_prefix_();
+        return step_done(session, false, true);
+    }
+    actual_ = found;
+    phase_ = phase::examining;
+    sent_path_ = found;
+    return node_step::examine{found};
+}
+
+persistent_node_fsm::request persistent_node_fsm::examined(std::int64_t session, error_code ec, bool exists,
+                                                           std::int64_t owner) {
+    if (closed_) {
+        busy_ = false;
+        phase_ = phase::idle;
+        return node_step::idle{};
+    }
+    if (ec) return step_done(session, is_retryable(ec));
+    if (!exists) return step_done(session, false, true);  // gone meanwhile: create again
+    if (owner == 0 || owner == session) {
+        // Our own (a create whose reply was lost), or a node of no session: take it, with our data.
+        if (owner == 0 && is_ephemeral(mode_))
+            note(log::level::warning, "a persistent node is in the way at " + sent_path_ + "; taken over (it is not ephemeral)");
+        phase_ = phase::taking_over;
+        sent_gen_ = data_gen_;
+        return node_step::take_over{sent_path_, data_};
+    }
+    // Another session's node: never adopted (writing to a node of an expired session of ours is
+    // lost when the server deletes it; one of someone else's is theirs). Watched until it goes
+    // with its session or is deleted; then ours is made. A session of ours zkr gave up is closed
+    // on the server as soon as one answers, so that wait is short.
+    note(log::level::warning, sent_path_ + " belongs to session " + hex(owner) +
+                                  (sessions_.count(owner) ? " (an earlier one of ours)" : "") + "; waiting for it to go");
+    return watch_node(sent_path_);
+}
+
+persistent_node_fsm::request persistent_node_fsm::taken_over(std::int64_t session, error_code ec) {
+    if (closed_) {
+        busy_ = false;
+        phase_ = phase::idle;
+        if (!ec) return node_step::remove{sent_path_};  // ours since the write: deleted with the rest
+        return node_step::idle{};
+    }
+    if (ec) return step_done(session, is_retryable(ec), ec == errc::no_node);
+    return made(sent_path_);
+}
+
+persistent_node_fsm::request persistent_node_fsm::watch_node(const std::string& path) {
+    phase_ = phase::watching;
+    watched_path_ = path;
+    return node_step::watch{path};
+}
+
+persistent_node_fsm::request persistent_node_fsm::watched(std::int64_t session, error_code ec, bool exists) {
+    if (closed_) {  // the driver removes the watch the reply set
+        busy_ = false;
+        phase_ = phase::idle;
+        return node_step::idle{};
+    }
+    if (ec) return step_done(session, is_retryable(ec));
+    if (!exists) return step_done(session, false, true);  // gone already: make it again
+    watching_ = true;
+    return step_done(session, false);
+}
+
+persistent_node_fsm::request persistent_node_fsm::watch_fired(std::int64_t session, event_type type) {
+    watching_ = false;
+    if (closed_) return node_step::idle{};
+    if (type == event_type::deleted) return ensure(session);  // make it again
+    // Changed (by someone): the same node watched again, unless a chain runs (every chain ends
+    // watching). The node watched, not ours: a node in the way whose data changes is still
+    // waited out.
+    if (busy_) return node_step::idle{};
+    busy_ = true;
+    again_ = false;
+    return watch_node(watched_path_);
+}
+
+std::string persistent_node_fsm::set_data(std::string data) {
+    data_ = std::move(data);
+    ++data_gen_;
+    return actual_;
+}
+
+persistent_node_fsm::leftovers persistent_node_fsm::close() {
+    leftovers out;
+    if (closed_) return out;
+    closed_ = true;
+    out.node = actual_;
+    out.parent = parent_;
+    out.doubts = std::move(doubts_);
+    if (protection_) {
+        // A create whose outcome is open: its prefix is swept too (it may yet be found made).
+        if (in_doubt_) out.doubts.push_back({prefix_, doubt_session_});
+        else if (busy_ && actual_.empty()) out.doubts.push_back({prefix_, sent_session_});
+    }
+    return out;
+}
+
+persistent_node_fsm::request persistent_node_fsm::step_done(std::int64_t session, bool retry, bool now) {
+    busy_ = false;
+    phase_ = phase::idle;
+    if (closed_) return node_step::idle{};
+    if (now || again_) return ensure(session);
+    if (retry) return node_step::retry_later{};
+    return node_step::idle{};
+}
+
+}  // namespace zkr::detail

@@ -1,0 +1,402 @@
+// The persistent node's machine (recipes/nodes/persistent_node_fsm.hpp) against a model server,
+// with one fault injected at every request it sends: a reply lost after the request was applied
+// or before, the session expiring before a request or after its application, a rival session's
+// node in the way, the node deleted or changed by someone, new data, close() while a request is
+// in flight (with its reply lost, too). Whatever happens, once the faults are over:
+// - exactly one node of ours is there, at the machine's actual path, with the machine's data,
+//   of the current session when ephemeral, watched;
+// - a sequential node keeps the name it was first made with;
+// - no node of another session was ever written to (Curator adopts them);
+// - after close(), no node of ours is left (its guaranteed delete and its sweeps done).
+#include "nodes/persistent_node_fsm.hpp"
+#include "zkr/path.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace zkr;
+using namespace zkr::detail;
+
+constexpr const char* node_path = "/services/orders/host-a";
+constexpr std::int64_t rival_session = 777;
+
+struct model {
+    struct node {
+        std::string data;
+        std::int64_t owner = 0;
+        bool ours = false;  // made by our creates (or taken over by us)
+    };
+    std::map<std::string, node> nodes{{"/", {}}, {"/services", {}}, {"/services/orders", {}}};
+    std::int64_t session = 1;
+    int sequence = 0;
+    std::optional<std::string> watch;  // our exists watch, on the current session
+    std::vector<event_type> fired;     // its event, due to the machine
+    std::vector<std::string> violations;
+
+    bool has(const std::string& p) const { return nodes.count(p) > 0; }
+    std::vector<std::string> children(const std::string& parent) const {
+        std::vector<std::string> out;
+        std::string prefix = parent == "/" ? "/" : parent + "/";
+        for (const auto& [p, _] : nodes)
+            if (p.size() > prefix.size() && p.compare(0, prefix.size(), prefix) == 0 && p.find('/', prefix.size()) == std::string::npos)
+                out.push_back(p.substr(prefix.size()));
+        return out;
+    }
+    void trigger(const std::string& path, event_type type) {
+        if (watch && *watch == path) {
+            fired.push_back(type);
+            watch.reset();
+        }
+    }
+    error_code create(const std::string& path, const std::string& data, create_mode mode, std::string& made, std::int64_t by) {
+        if (!has(parent_path(path))) return make_error_code(errc::no_node);
+        made = path;
+        if (is_sequential(mode)) {
+            char digits[16];
+            std::snprintf(digits, sizeof digits, "%010d", sequence++);
+            made += digits;
+        }
+        if (has(made)) return make_error_code(errc::node_exists);
+        bool ephemeral = mode == create_mode::ephemeral || mode == create_mode::ephemeral_sequential;
+        nodes[made] = {data, ephemeral ? by : 0, by == session};
+        trigger(made, event_type::created);
+        return {};
+    }
+    void erase(const std::string& path) {
+        if (nodes.erase(path)) trigger(path, event_type::deleted);
+    }
+    void write(const std::string& path, const std::string& data) {
+        nodes[path].data = data;
+        trigger(path, event_type::changed);
+    }
+    void expire() {
+        for (auto it = nodes.begin(); it != nodes.end();) it = it->second.owner == session ? nodes.erase(it) : std::next(it);
+        watch.reset();  // its watches go without an event
+        ++session;
+    }
+    std::vector<std::string> ours() const {
+        std::vector<std::string> out;
+        for (const auto& [p, n] : nodes)
+            if (n.ours) out.push_back(p);
+        return out;
+    }
+};
+
+enum class start { clean, parents_missing, node_of_no_session };
+
+enum class fault {
+    none,
+    lost_reply,        // applied, then the connection drops: connection_loss
+    not_applied,       // the connection drops first: connection_loss
+    expire_before,     // the session expires before the request: session_expired
+    expire_after,      // applied, then the session expires: session_expired
+    rival_in_the_way,  // another session's ephemeral node appears at the plain path first
+    deleted_by_someone,
+    changed_by_someone,
+    new_data,
+    close_in_flight,   // close() while the request is in flight (it lands, its reply comes)
+    close_reply_lost,  // close() while in flight, and its reply is lost
+};
+
+const char* name(fault f) {
+    switch (f) {
+        case fault::none: return "none";
+        case fault::lost_reply: return "lost reply";
+        case fault::not_applied: return "not applied";
+        case fault::expire_before: return "session expired before";
+        case fault::expire_after: return "session expired after";
+        case fault::rival_in_the_way: return "a rival's node in the way";
+        case fault::deleted_by_someone: return "deleted by someone";
+        case fault::changed_by_someone: return "changed by someone";
+        case fault::new_data: return "new data";
+        case fault::close_in_flight: return "closed in flight";
+        case fault::close_reply_lost: return "closed, reply lost";
+    }
+    return "?";
+}
+
+const char* name(create_mode m) {
+    switch (m) {
+        case create_mode::persistent: return "persistent";
+        case create_mode::ephemeral: return "ephemeral";
+        case create_mode::persistent_sequential: return "persistent_sequential";
+        case create_mode::ephemeral_sequential: return "ephemeral_sequential";
+        default: return "other";
+    }
+}
+
+struct run {
+    model m;
+    persistent_node_fsm fsm;
+    fault f;
+    int fault_at;
+    int sent = 0;
+    bool faulted = false;
+    int prefixes = 0;
+    std::string first_actual;
+    bool unsettled_at_close = false;  // close() came during a chain, no node of ours known
+    bool someone_wrote = false;
+
+    run(create_mode mode, bool protection, start from, fault f, int at)
+        : fsm(node_path, mode, "v1", protection, true, [this] { return "_c_" + std::to_string(++prefixes) + "-"; }),
+          f(f),
+          fault_at(at) {
+        if (from == start::parents_missing) {
+            m.nodes.erase("/services/orders");
+            m.nodes.erase("/services");
+        }
+        // A node of no session at the plain path (left by an earlier run): taken over.
+        if (from == start::node_of_no_session) m.nodes[node_path] = {"old", 0, false};
+    }
+
+    void leftovers(const persistent_node_fsm::leftovers& l) {
+        if (!l.node.empty()) m.erase(l.node);  // the guaranteed delete
+        for (const auto& d : l.doubts)
+            for (const auto& c : m.children(l.parent))
+                if (c.compare(0, d.prefix.size(), d.prefix) == 0) m.erase(join_path(l.parent, c));
+    }
+
+    // Sends one request to the model (with the fault, at its step) and feeds the reply back.
+    persistent_node_fsm::request send(const persistent_node_fsm::request& req) {
+        ++sent;
+        fault now = fault::none;
+        if (sent == fault_at && !faulted) {
+            now = f;
+            faulted = true;
+        }
+        switch (now) {
+            case fault::expire_before: m.expire(); break;
+            case fault::rival_in_the_way:
+                if (!m.has(node_path) && m.has(parent_path(node_path))) m.nodes[node_path] = {"rival", rival_session, false};
+                break;
+            case fault::deleted_by_someone:
+                if (!fsm.actual().empty()) m.erase(fsm.actual());
+                break;
+            case fault::changed_by_someone:
+                // Someone's data stays (Curator's rule too): the node is only watched again.
+                if (!fsm.actual().empty() && m.has(fsm.actual())) {
+                    m.write(fsm.actual(), "someone's");
+                    someone_wrote = true;
+                }
+                break;
+            case fault::new_data: {
+                // The driver's own write (set_data): a node gone is being made again with it.
+                std::string write_to = fsm.set_data("v2");
+                if (!write_to.empty() && m.has(write_to)) m.write(write_to, "v2");
+                break;
+            }
+            default: break;
+        }
+        if (now == fault::lost_reply || now == fault::not_applied || now == fault::close_reply_lost) reconnect_due = true;
+        const bool expired = now == fault::expire_before;
+        const bool apply = now != fault::not_applied && !expired;
+        const std::int64_t s = m.session;
+        error_code ec;
+        auto result = std::visit(
+            [&](const auto& r) -> persistent_node_fsm::request {
+                using T = std::decay_t<decltype(r)>;
+                auto lost = [&](error_code applied_ec) -> error_code {
+                    if (expired) return make_error_code(errc::session_expired);
+                    if (now == fault::not_applied || now == fault::lost_reply || now == fault::close_reply_lost)
+                        return make_error_code(errc::connection_loss);
+                    if (now == fault::expire_after) return make_error_code(errc::session_expired);
+                    return applied_ec;
+                };
+                if constexpr (std::is_same_v<T, node_step::create>) {
+                    std::string made;
+                    error_code applied = apply ? m.create(r.path, r.data, r.mode, made, s) : error_code{};
+                    after(now);
+                    return fsm.created(m.session, lost(applied), made);
+                } else if constexpr (std::is_same_v<T, node_step::make_parents>) {
+                    if (apply) {
+                        std::string p;
+                        for (std::size_t i = 1; i <= r.path.size(); ++i)
+                            if (i == r.path.size() || r.path[i] == '/') {
+                                p = r.path.substr(0, i);
+                                if (!m.has(p)) m.nodes[p] = {};
+                            }
+                    }
+                    after(now);
+                    return fsm.parents_made(m.session, lost({}));
+                } else if constexpr (std::is_same_v<T, node_step::list>) {
+                    auto kids = m.children(r.parent);
+                    error_code applied = m.has(r.parent) ? error_code{} : make_error_code(errc::no_node);
+                    after(now);
+                    error_code got = lost(applied);
+                    return fsm.listed(m.session, got, got ? std::vector<std::string>{} : kids);
+                } else if constexpr (std::is_same_v<T, node_step::examine>) {
+                    bool exists = m.has(r.path);
+                    std::int64_t owner = exists ? m.nodes[r.path].owner : 0;
+                    after(now);
+                    error_code got = lost({});
+                    return fsm.examined(m.session, got, !got && exists, got ? 0 : owner);
+                } else if constexpr (std::is_same_v<T, node_step::take_over>) {
+                    error_code applied;
+                    if (apply) {
+                        if (!m.has(r.path)) {
+                            applied = make_error_code(errc::no_node);
+                        } else {
+                            auto& n = m.nodes[r.path];
+                            if (n.owner != 0 && n.owner != s)
+                                m.violations.push_back("wrote to " + r.path + " of session " + std::to_string(n.owner) +
+                                                       " on session " + std::to_string(s));
+                            n.ours = true;
+                            m.write(r.path, r.data);
+                        }
+                    }
+                    after(now);
+                    return fsm.taken_over(m.session, lost(applied));
+                } else if constexpr (std::is_same_v<T, node_step::watch>) {
+                    bool exists = m.has(r.path);
+                    if (apply) m.watch = r.path;  // set whether or not the node exists
+                    after(now);
+                    error_code got = lost({});
+                    return fsm.watched(m.session, got, !got && exists);
+                } else if constexpr (std::is_same_v<T, node_step::remove>) {
+                    m.erase(r.path);
+                    return node_step::idle{};
+                } else {
+                    return r;
+                }
+            },
+            req);
+        return result;
+    }
+
+    // What happens between a request's application and its reply.
+    void after(fault now) {
+        if (now == fault::expire_after) m.expire();
+        if (now == fault::close_in_flight || now == fault::close_reply_lost) close();
+    }
+
+    void close() {
+        if (fsm.closed()) return;
+        unsettled_at_close = fsm.busy() && fsm.actual().empty();
+        leftovers(fsm.close());
+    }
+
+    // Runs the machine from `req` until it rests: replies fed, watch events delivered, retries
+    // and reconnections (the driver's ensure) done, a rival's node gone with its session.
+    void settle(persistent_node_fsm::request req) {
+        for (int rounds = 0; rounds < 500; ++rounds) {
+            if (m.session != session_fed) {
+                // A new session: the driver is told lost, then connected.
+                session_fed = m.session;
+                fsm.watch_lost();
+                feed(fsm.ensure(m.session));
+            }
+            if (std::holds_alternative<node_step::idle>(req) || std::holds_alternative<node_step::retry_later>(req)) {
+                bool retry = std::holds_alternative<node_step::retry_later>(req);
+                if (!m.fired.empty()) {
+                    auto type = m.fired.front();
+                    m.fired.erase(m.fired.begin());
+                    req = fsm.watch_fired(m.session, type);
+                    continue;
+                }
+                if (retry) {  // the retry timer
+                    req = fsm.ensure(m.session);
+                    continue;
+                }
+                if (reconnect_due) {  // the connection is back on the same session: the driver's ensure
+                    reconnect_due = false;
+                    if (!fsm.watching()) req = fsm.ensure(m.session);
+                    continue;
+                }
+                if (m.has(node_path) && m.nodes[node_path].owner == rival_session) {
+                    // The rival changes its node while we wait for it (the watch fires, and it
+                    // must be set again), then its session ends.
+                    if (m.nodes[node_path].data == "rival") m.write(node_path, "rival's new");
+                    else m.erase(node_path);
+                    continue;
+                }
+                return;
+            }
+            if (auto* w = std::get_if<node_step::watch>(&req); w && fsm.actual().empty() == false && first_actual.empty())
+                first_actual = fsm.actual();
+            req = send(req);
+        }
+        FAIL("the machine did not come to rest");
+    }
+    void feed(persistent_node_fsm::request req) { pending.push_back(std::move(req)); }
+
+    void go() {
+        session_fed = m.session;
+        settle(fsm.ensure(m.session));
+        while (!pending.empty()) {
+            auto r = std::move(pending.front());
+            pending.erase(pending.begin());
+            settle(std::move(r));
+        }
+    }
+
+    std::int64_t session_fed = 0;
+    bool reconnect_due = false;
+    std::vector<persistent_node_fsm::request> pending;
+};
+
+void check_rest(run& r, create_mode mode, bool took_over_persistent) {
+    INFO("violations: " << r.m.violations.size() << (r.m.violations.empty() ? "" : " first: " + r.m.violations.front()));
+    CHECK(r.m.violations.empty());
+    if (r.fsm.closed()) {
+        auto left = r.m.ours();
+        // Without protection, a first create whose reply was lost as close() came cannot be
+        // told from someone else's node at that path: it is left (persistent_node.hpp says so).
+        bool may_leave = r.f == fault::close_reply_lost && r.unsettled_at_close && r.fsm.prefix().empty();
+        INFO("our nodes left after close: " << left.size() << (left.empty() ? "" : " first: " + left.front()));
+        CHECK((left.empty() || may_leave));
+        return;
+    }
+    auto ours = r.m.ours();
+    INFO("our nodes: " << ours.size() << (ours.empty() ? "" : " first: " + ours.front()) << ", actual " << r.fsm.actual());
+    REQUIRE(ours.size() == 1);
+    CHECK(ours.front() == r.fsm.actual());
+    CHECK(r.fsm.made_once());
+    const std::string& data = r.m.nodes[ours.front()].data;
+    CHECK((data == r.fsm.data() || (r.someone_wrote && data == "someone's")));
+    if ((mode == create_mode::ephemeral || mode == create_mode::ephemeral_sequential) && !took_over_persistent)
+        CHECK(r.m.nodes[ours.front()].owner == r.m.session);
+    CHECK(r.fsm.watching());
+    CHECK(r.m.watch == std::optional<std::string>(r.fsm.actual()));
+    if (is_sequential(mode)) CHECK(r.fsm.actual() == r.first_actual);
+    // And close() leaves nothing.
+    r.close();
+    CHECK(r.m.ours().empty());
+}
+
+}  // namespace
+
+TEST_CASE("persistent node machine: a fault at any request leaves exactly its node, watched, and close() leaves none",
+          "[persistent_node][faults]") {
+    const fault faults[] = {fault::lost_reply,         fault::not_applied,        fault::expire_before,
+                            fault::expire_after,       fault::rival_in_the_way,   fault::deleted_by_someone,
+                            fault::changed_by_someone, fault::new_data,           fault::close_in_flight,
+                            fault::close_reply_lost};
+    const create_mode modes[] = {create_mode::persistent, create_mode::ephemeral, create_mode::persistent_sequential,
+                                 create_mode::ephemeral_sequential};
+    int runs = 0;
+    for (auto mode : modes)
+        for (bool protection : {false, true})
+            for (start from : {start::clean, start::parents_missing, start::node_of_no_session})
+                for (auto f : faults) {
+                    // The number of requests of a clean run, and a few more: a fault may add some.
+                    for (int at = 1; at <= 8; ++at) {
+                        INFO(name(mode) << (protection ? ", protected" : "")
+                                        << (from == start::parents_missing ? ", parents missing"
+                                            : from == start::node_of_no_session ? ", a node of no session in the way" : "")
+                                        << ": " << name(f) << " at request " << at);
+                        run r(mode, protection, from, f, at);
+                        r.go();
+                        // Unprotected, the node of no session at its path is taken over as it is.
+                        check_rest(r, mode, from == start::node_of_no_session && !protection && !is_sequential(mode));
+                        ++runs;
+                    }
+                }
+    CHECK(runs == 4 * 2 * 3 * 10 * 8);
+}
