@@ -131,6 +131,29 @@ TEST_CASE("persistent node: another session's node is waited out, never adopted"
     CHECK(data_of(c, path) == "ours");
 }
 
+// The wait for a node in the way must survive that node's data changing: its watch fires
+// "changed" and must be set again on that node. It was set again on our own node instead, which
+// did not exist yet, so nothing was watched and ours was never made once the other node went.
+TEST_CASE("persistent node: another session's node that changes while waited out is still waited out",
+          "[persistent_node][own_servers]") {
+    zkr::testkit::ensemble cluster(zkr::test::own_servers(1));
+    const std::string path = "/pnode-foreign-changes/node";
+    zkr::client c(test_options(cluster.connect_string()));
+    auto squatter = std::make_unique<zkr::client>(test_options(cluster.connect_string()));
+    squatter->create_parents(zkr::parent_path(path));
+    squatter->create(path, "theirs", zkr::create_mode::ephemeral);
+    const auto watches_before = cluster.watch_count(0);
+    zkr::persistent_node node(c, path, zkr::create_mode::ephemeral, "ours");
+    node.start();
+    REQUIRE(eventually([&] { return cluster.watch_count(0) == watches_before + 1; }));  // waiting on theirs
+    squatter->set_data(path, "theirs, changed");
+    CHECK(eventually([&] { return cluster.watch_count(0) == watches_before + 1; }));  // and still, after the change
+    squatter.reset();  // its session ends, and its node with it
+    REQUIRE(node.wait_for_initial_create(10s));
+    CHECK(owner_of(c, path) == c.session_id());
+    CHECK(data_of(c, path) == "ours");
+}
+
 TEST_CASE("persistent node: a create whose reply was lost is taken over, not duplicated", "[persistent_node]") {
     std::string connect = test_connect_string();
     std::string path = unique_path("pnode-lost");
