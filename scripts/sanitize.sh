@@ -2,6 +2,7 @@
 # Builds zkr's tests with sanitizers and runs them against real ZooKeeper servers.
 #   scripts/sanitize.sh asan [CTEST ARGS...]   ASan + UBSan + LeakSanitizer
 #   scripts/sanitize.sh tsan [CTEST ARGS...]   ThreadSanitizer
+#   scripts/sanitize.sh asan|tsan --build-only  builds, runs nothing (CI builds in the background)
 # CI (.ci/run) passes the labels and tests it runs; with no arguments, every test is run.
 # Builds into build-asan/ or build-tsan/ (CMakePresets.json): the library, the test binaries,
 # their helper processes, the examples, the chaos soak and, under ASan, the planted leak that
@@ -22,4 +23,5 @@ targets=(zkr_unit_tests zkr_integration_tests zkr_lock_holder zkr_timed_locker z
 # Made (and run by ctest) only where prometheus-cpp is installed, as setup.sh does.
 if grep -q '^ZKR_HAVE_PROMETHEUS_EXAMPLE:INTERNAL=ON' "build-$preset/CMakeCache.txt" 2>/dev/null; then targets+=(metrics_service); fi
 cmake --build --preset "$preset" -j"$(nproc)" --target "${targets[@]}"
+[ "${1:-}" = --build-only ] && exit 0
 ctest --preset "$preset" "$@"
