@@ -154,6 +154,34 @@ TEST_CASE("persistent node: another session's node that changes while waited out
     CHECK(data_of(c, path) == "ours");
 }
 
+// Once its session has expired, the path of our ephemeral node may hold another session's node
+// before ours is back: the new data must not be written to it, and close() must not delete it
+// (both went to whatever stood at the path).
+TEST_CASE("persistent node: another session's node at its path after an expiry is never written to nor deleted",
+          "[persistent_node][own_servers]") {
+    zkr::testkit::ensemble cluster(zkr::test::own_servers(1));
+    const std::string connect = cluster.connect_string(), path = "/pnode-replaced/node";
+    zkr::testkit::proxy proxy(first_server(connect));
+    zkr::client c(test_options(proxy.address()));
+    zkr::client other(test_options(connect));
+    other.create(zkr::parent_path(path), "", zkr::create_mode::persistent);  // not a container: it stays
+    zkr::persistent_node node(c, path, zkr::create_mode::ephemeral, "ours");
+    node.start();
+    REQUIRE(node.wait_for_initial_create(10s));
+    const auto first = c.session_id();
+    proxy.refuse_connections(true);
+    proxy.drop_connections();                       // c is cut off...
+    zkr::testkit::expire_session(c, connect);       // ...its session ends on the server, and its node
+    other.create(path, "theirs", zkr::create_mode::ephemeral);  // another session takes the path
+    const auto watches_before = cluster.watch_count(0);
+    proxy.refuse_connections(false);                // c is back: lost, then a new session, whose node waits for theirs
+    REQUIRE(eventually([&] { return c.session_id() != first && cluster.watch_count(0) == watches_before + 1; }, 30s));
+    node.set_data("ours, new");
+    CHECK(data_of(other, path) == "theirs");
+    node.close();
+    CHECK(holds_throughout([&] { return owner_of(other, path) == other.session_id() && data_of(other, path) == "theirs"; }, 500ms));
+}
+
 TEST_CASE("persistent node: a create whose reply was lost is taken over, not duplicated", "[persistent_node]") {
     std::string connect = test_connect_string();
     std::string path = unique_path("pnode-lost");
@@ -191,10 +219,11 @@ TEST_CASE("persistent node: a persistent node survives its session and is taken 
         CHECK(data_of(other, path) == "v1");
         other.set_data(path, "changed by someone");
         // Taken over on the new session with its own data: the create finds it (no session's) and
-        // writes it.
+        // writes it. New data set meanwhile is written by that take-over (set_data writes at once
+        // only to a node known to be ours: on a new session, not before the take-over).
         REQUIRE(eventually([&] { return c.session_count() == 2 && c.is_connected(); }));
         node.set_data("v2");
-        CHECK(data_of(other, path) == "v2");
+        CHECK(eventually([&] { return data_of(other, path) == "v2"; }));
         CHECK(owner_of(other, path) == 0);
         node.close();
         CHECK(eventually([&] { return !other.exists(path).exists; }));

@@ -63,14 +63,18 @@ public:
     std::string actual_path() const;
     /// The data the node is kept with.
     std::string data() const;
-    /// Sets the node's data: written now if the node exists (blocking; throws
-    /// zkr::system_error on a failure other than the node being gone), and used by every later
-    /// create. std::invalid_argument for data too large; std::logic_error after close().
+    /// Sets the node's data: written now if the node stands and is known to be ours (made or
+    /// taken over on the current session; blocking; throws zkr::system_error on a failure other
+    /// than the node being gone), and used by every later create. Never written to a node of
+    /// another session standing at the path. std::invalid_argument for data too large;
+    /// std::logic_error after close().
     void set_data(std::string data);
-    /// Stops keeping the node and deletes it (guaranteed: resent while its session lives; a
-    /// create still in flight is deleted when it lands). A node that has children by then is left
-    /// (ZooKeeper deletes only childless nodes; a container goes once its children have).
-    /// Idempotent.
+    /// Stops keeping the node and deletes it (guaranteed: resent while its session lives). A
+    /// create or take-over whose outcome is open (in flight, or its reply lost) is settled first,
+    /// by its reply or one more read, and its node deleted if it is ours: this session's, or of
+    /// no session (taken over). Another session's node at the path is never deleted. A node that
+    /// has children by then is left (ZooKeeper deletes only childless nodes; a container goes
+    /// once its children have). Idempotent.
     void close();
 
     /// The path given (before protection and sequence numbers).

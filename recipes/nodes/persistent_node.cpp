@@ -138,6 +138,7 @@ public:
         }
         if (!left.node.empty()) cleanup_->guaranteed_delete(left.node);
         if (!left.doubts.empty()) cleanup_->sweep(left.parent, std::move(left.doubts));
+        if (port) carry_out(*port, std::move(left.next));  // settles an open create (then removes its node if ours)
     }
 
 private:

@@ -52,6 +52,7 @@ persistent_node_fsm::request persistent_node_fsm::ensure(std::int64_t session) {
     busy_ = true;
     again_ = false;
     watching_ = false;  // every chain ends with a watch of its own
+    owned_ = false;     // until this chain makes or takes the node again
     sent_session_ = session;
     if (session) sessions_.insert(session);
     if (in_doubt_) {
@@ -63,6 +64,7 @@ persistent_node_fsm::request persistent_node_fsm::ensure(std::int64_t session) {
 
 persistent_node_fsm::request persistent_node_fsm::send_create() {
     phase_ = phase::creating;
+    created_any_ = true;
     sent_path_ = creation_path();
     sent_mode_ = creation_mode();
     sent_gen_ = data_gen_;
@@ -71,10 +73,12 @@ persistent_node_fsm::request persistent_node_fsm::send_create() {
 
 persistent_node_fsm::request persistent_node_fsm::created(std::int64_t session, error_code ec, const std::string& made_path) {
     if (closed_) {
-        busy_ = false;
-        phase_ = phase::idle;
-        if (!ec) return node_step::remove{made_path};  // landed after close()
-        return node_step::idle{};
+        if (!ec) {
+            busy_ = false;
+            phase_ = phase::idle;
+            return node_step::remove{made_path};  // landed after close()
+        }
+        return settle_after_close(ec);
     }
     if (!ec) return made(made_path);
     if (ec == errc::node_exists) {
@@ -97,15 +101,32 @@ persistent_node_fsm::request persistent_node_fsm::created(std::int64_t session, 
 
 persistent_node_fsm::request persistent_node_fsm::made(const std::string& path) {
     actual_ = path;
+    owned_ = true;
     made_once_ = true;
     if (sent_gen_ != data_gen_) {
         // New data came while it was being made (or taken over): written before the watch.
         phase_ = phase::taking_over;
+        taking_made_ = true;
         sent_path_ = path;
         sent_gen_ = data_gen_;
         return node_step::take_over{path, data_};
     }
     return watch_node(path);
+}
+
+// A create or take-over whose outcome is open when close() has come: what settles whether it
+// left a node of ours (which is then removed).
+persistent_node_fsm::request persistent_node_fsm::settle_after_close(error_code ec) {
+    busy_ = false;
+    phase_ = phase::idle;
+    if (ec == errc::client_closed || ec == errc::no_node) return node_step::idle{};  // nothing made, or nothing more to do
+    if (phase_before_close_ == phase::creating && is_sequential(sent_mode_)) {
+        // Its name is the server's: found by our prefix.
+        phase_ = phase::listing;
+        return node_step::list{parent_};
+    }
+    phase_ = phase::examining;
+    return node_step::examine{sent_path_};
 }
 
 persistent_node_fsm::request persistent_node_fsm::parents_made(std::int64_t session, error_code ec) {
@@ -120,15 +141,17 @@ persistent_node_fsm::request persistent_node_fsm::parents_made(std::int64_t sess
 
 persistent_node_fsm::request persistent_node_fsm::listed(std::int64_t session, error_code ec,
                                                          const std::vector<std::string>& children) {
-    if (closed_) {  // close() sweeps the prefix in doubt
+    std::string found;
+    if (!ec)
+        for (const auto& c : children)
+            if (has_prefix(c, prefix_)) found = join_path(parent_, c);
+    if (closed_) {  // a create of ours in doubt: its node, if it stands, goes
         busy_ = false;
         phase_ = phase::idle;
+        if (!found.empty()) return node_step::remove{found};
         return node_step::idle{};
     }
     if (ec && ec != errc::no_node) return step_done(session, is_retryable(ec));
-    std::string found;
-    for (const auto& c : children)
-        if (has_prefix(c, prefix_)) found = join_path(parent_, c);
     in_doubt_ = false;
     if (found.empty()) {
         // Nothing made: a fresh name, and the old one swept at close while its session lives.
@@ -145,8 +168,10 @@ persistent_node_fsm::request persistent_node_fsm::listed(std::int64_t session, e
 persistent_node_fsm::request persistent_node_fsm::examined(std::int64_t session, error_code ec, bool exists,
                                                            std::int64_t owner) {
     if (closed_) {
+        // Settling an open create: ours (this session's, or of no session: taken over) goes.
         busy_ = false;
         phase_ = phase::idle;
+        if (!ec && exists && (owner == 0 || owner == session)) return node_step::remove{sent_path_};
         return node_step::idle{};
     }
     if (ec) return step_done(session, is_retryable(ec));
@@ -156,6 +181,7 @@ persistent_node_fsm::request persistent_node_fsm::examined(std::int64_t session,
         if (owner == 0 && is_ephemeral(mode_))
             note(log::level::warning, "a persistent node is in the way at " + sent_path_ + "; taken over (it is not ephemeral)");
         phase_ = phase::taking_over;
+        taking_made_ = false;
         sent_gen_ = data_gen_;
         return node_step::take_over{sent_path_, data_};
     }
@@ -170,10 +196,18 @@ persistent_node_fsm::request persistent_node_fsm::examined(std::int64_t session,
 
 persistent_node_fsm::request persistent_node_fsm::taken_over(std::int64_t session, error_code ec) {
     if (closed_) {
-        busy_ = false;
-        phase_ = phase::idle;
-        if (!ec) return node_step::remove{sent_path_};  // ours since the write: deleted with the rest
-        return node_step::idle{};
+        if (!ec) {
+            busy_ = false;
+            phase_ = phase::idle;
+            return node_step::remove{sent_path_};  // ours since the write: deleted with the rest
+        }
+        return settle_after_close(ec);
+    }
+    if (ec && taking_made_ && !is_retryable(ec) && !is_session_lost(ec) && ec != errc::no_node) {
+        // New data for a node we made could not be written (an ACL, say): it is kept all the
+        // same, with what it holds, and watched.
+        note(log::level::error, "cannot write its new data to " + sent_path_ + ": " + ec.message());
+        return watch_node(sent_path_);
     }
     if (ec) return step_done(session, is_retryable(ec), ec == errc::no_node);
     return made(sent_path_);
@@ -200,7 +234,10 @@ persistent_node_fsm::request persistent_node_fsm::watched(std::int64_t session, 
 persistent_node_fsm::request persistent_node_fsm::watch_fired(std::int64_t session, event_type type) {
     watching_ = false;
     if (closed_) return node_step::idle{};
-    if (type == event_type::deleted) return ensure(session);  // make it again
+    if (type == event_type::deleted) {
+        owned_ = false;
+        return ensure(session);  // make it again
+    }
     // Changed (by someone): the same node watched again, unless a chain runs (every chain ends
     // watching). The node watched, not ours: a node in the way whose data changes is still
     // waited out.
@@ -213,21 +250,42 @@ persistent_node_fsm::request persistent_node_fsm::watch_fired(std::int64_t sessi
 std::string persistent_node_fsm::set_data(std::string data) {
     data_ = std::move(data);
     ++data_gen_;
-    return actual_;
+    return owned_ ? actual_ : std::string();
+}
+
+void persistent_node_fsm::watch_lost() noexcept {
+    watching_ = false;
+    if (is_ephemeral(mode_)) owned_ = false;  // it goes with its session; the path may be someone else's next
 }
 
 persistent_node_fsm::leftovers persistent_node_fsm::close() {
     leftovers out;
     if (closed_) return out;
     closed_ = true;
-    out.node = actual_;
+    phase_before_close_ = phase_;
     out.parent = parent_;
     out.doubts = std::move(doubts_);
-    if (protection_) {
-        // A create whose outcome is open: its prefix is swept too (it may yet be found made).
-        if (in_doubt_) out.doubts.push_back({prefix_, doubt_session_});
-        else if (busy_ && actual_.empty()) out.doubts.push_back({prefix_, sent_session_});
+    if (owned_) {
+        out.node = actual_;
+        if (!busy_) {
+            phase_ = phase::idle;
+            return out;
+        }
     }
+    // A request in flight: its reply settles what it may have left (see the inputs after close).
+    if (busy_ || !created_any_) return out;
+    // Idle, with no node known to be ours: a create whose outcome is open may have left one
+    // (a reply lost and the retry not yet sent, or a session lost before its answer). One read
+    // settles it: a listing for our prefix when its name is the server's, else the node itself.
+    if (in_doubt_) {
+        phase_ = phase::listing;
+        out.next = node_step::list{parent_};
+    } else {
+        phase_ = phase::examining;
+        sent_path_ = creation_path();
+        out.next = node_step::examine{sent_path_};
+    }
+    busy_ = true;
     return out;
 }
 

@@ -11,6 +11,12 @@
 //   change watches it again.
 // An input that asks for the chain while it runs asks for one more run once it ends.
 //
+// Whose node: the machine writes to or deletes only a node it knows is ours — one it made or
+// took over on the current session and has not seen go since. set_data() writes only to such a
+// node; close() deletes only such a node, and otherwise settles what an open create may have
+// left (the reply in flight, or one more read) before deleting anything: a node at our path can
+// be another session's by then.
+//
 // The machine does no I/O and knows no threads: persistent_node.cpp sends what it asks for and
 // feeds back replies, watch events and session events (under its mutex); the unit fault test
 // (tests/unit/persistent_node_fsm_fault_test.cpp) sends them to a model server with a fault at
@@ -49,7 +55,7 @@ struct take_over {                          ///< set_data at any version: taken_
     std::string data;
 };
 struct watch { std::string path; };         ///< exists with a watch: watched(), then watch_fired()
-struct remove { std::string path; };        ///< a guaranteed delete: our node, landed after close()
+struct remove { std::string path; };        ///< a guaranteed delete: a node of ours, found after close()
 }  // namespace node_step
 
 class persistent_node_fsm {
@@ -75,20 +81,24 @@ public:
     request watched(std::int64_t session, error_code ec, bool exists);
     /// The watch the last watch step set fired (one ended by an error is watch_lost()).
     request watch_fired(std::int64_t session, event_type type);
-    /// The watch is gone without an event (session lost, removed): not watching any more.
-    void watch_lost() noexcept { watching_ = false; }
-    /// New data, for every later create and take-over. Returns the node to write it to now
-    /// ("" while none is known: the create under way or to come carries it).
+    /// The watch is gone without an event (session lost, removed): not watching any more; an
+    /// ephemeral node of a lost session is no longer ours to write to or delete.
+    void watch_lost() noexcept;
+    /// New data, for every later create and take-over. Returns the node to write it to now: ""
+    /// unless a node is known to be ours (the create or take-over under way or to come carries it).
     std::string set_data(std::string data);
 
-    /// What close() leaves to clean up: our node (if known), and the protection prefixes of
-    /// creates whose outcome no listing settled, to sweep from `parent`.
+    /// What close() leaves to clean up: our node (when known to be ours), the protection
+    /// prefixes of creates an earlier listing found unmade (swept from `parent`), and `next`: a
+    /// read that settles whether an open create left a node of ours (its answer is fed as usual).
     struct leftovers {
         std::string node;
         std::string parent;
         std::vector<unsettled_create> doubts;
+        request next = node_step::idle{};
     };
-    /// Stops: every later input asks for nothing, except a remove for a node of ours that lands.
+    /// Stops keeping the node. Later inputs ask only for what settles a create or take-over that
+    /// was open: a listing or an examine, then a remove for a node of ours.
     leftovers close();
 
     // --- what the machine knows ---
@@ -96,6 +106,7 @@ public:
     bool busy() const noexcept { return busy_; }
     bool watching() const noexcept { return watching_; }
     bool made_once() const noexcept { return made_once_; }
+    bool owned() const noexcept { return owned_; }
     const std::string& actual() const noexcept { return actual_; }
     const std::string& data() const noexcept { return data_; }
     const std::string& prefix() const noexcept { return prefix_; }
@@ -107,6 +118,7 @@ private:
 
     request send_create();
     request made(const std::string& path);
+    request settle_after_close(error_code ec);  // a create's or take-over's reply after close()
     request step_done(std::int64_t session, bool retry, bool now = false);
     request watch_node(const std::string& path);
     std::string creation_path() const;
@@ -124,7 +136,11 @@ private:
     std::string actual_;  // our node, once made (or found by our prefix)
 
     phase phase_ = phase::idle;
+    phase phase_before_close_ = phase::idle;  // what was in flight when close() came
     bool closed_ = false, busy_ = false, again_ = false, watching_ = false, made_once_ = false;
+    bool owned_ = false;         // actual_ is ours: made or taken over on this session, not seen go since
+    bool taking_made_ = false;   // the take-over in flight is new data for a node we just made
+    bool created_any_ = false;   // a create was ever sent
     // The request in flight: what it was sent with.
     std::string sent_path_;
     create_mode sent_mode_ = create_mode::persistent;
