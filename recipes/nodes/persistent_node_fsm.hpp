@@ -106,10 +106,8 @@ public:
     bool busy() const noexcept { return busy_; }
     bool watching() const noexcept { return watching_; }
     bool made_once() const noexcept { return made_once_; }
-    bool owned() const noexcept { return owned_; }
     const std::string& actual() const noexcept { return actual_; }
     const std::string& data() const noexcept { return data_; }
-    const std::string& prefix() const noexcept { return prefix_; }
     /// Log lines since the last call (the driver writes them outside its lock).
     std::vector<std::pair<log::level, std::string>> take_log() { return std::exchange(log_, {}); }
 
