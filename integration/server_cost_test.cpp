@@ -13,20 +13,35 @@
 using namespace std::chrono_literals;
 using zkr::test::eventually;
 using zkr::test::first_server;
-using zkr::test::test_connect_string;
 using zkr::test::test_options;
-using zkr::test::unique_path;
 namespace op = zkr::testkit::op_code;
+
+namespace {
+// A server of the test's own whose reaper deletes empty containers every 20 ms. The recipes make
+// their parents as containers, and the server reaps a container once it has had children and has
+// none: between two cycles the lock's and the leases' parents are empty, and a parent reaped
+// there costs a cycle its re-creation and a second try (the shared server reaps every second, and
+// did so under a CI run's load). The paths' parents are made persistent beforehand, so the counts
+// below are the cycles' own, whatever the reaper does; the short interval makes a test that
+// forgot to do so fail every time, not one run in many.
+zkr::testkit::ensemble_options fast_reaping_server() {
+    auto o = zkr::test::own_servers(1);
+    o.container_check_interval = 20ms;
+    return o;
+}
+}  // namespace
 
 TEST_CASE("server cost: an uncontended lock cycle shorter than the own-node watch's delay costs 3 requests, a longer "
           "hold still learns of its node's deletion",
-          "[server_cost]") {
+          "[server_cost][own_servers]") {
     const auto delay = zkr::detail::hold_registry::own_watch_delay;
-    std::string path = unique_path("cost-cycle");
-    zkr::testkit::proxy proxy(first_server(test_connect_string()));
+    zkr::testkit::ensemble server(fast_reaping_server());
+    const std::string path = "/cost-cycle";
+    zkr::testkit::proxy proxy(first_server(server.connect_string()));
     zkr::client c(test_options(proxy.address()));
+    c.create(path, "", zkr::create_mode::persistent);  // never reaped (see fast_reaping_server)
     zkr::mutex m(c, path);
-    m.lock();  // the lock path's parents are made once, here
+    m.lock();  // a first cycle, not counted
     m.unlock();
     auto listings = [&] { return proxy.requests_seen(op::get_children2, path); };
     auto all_listings = [&] { return proxy.requests_seen(op::get_children2) + proxy.requests_seen(op::get_children); };
@@ -55,7 +70,7 @@ TEST_CASE("server cost: an uncontended lock cycle shorter than the own-node watc
     m.lock();
     auto node = path + "/" + c.get_children(path).children.front();
     REQUIRE(eventually([&] { return proxy.requests_seen(op::get_children2, node) == 1; }));
-    zkr::client other(test_options(test_connect_string()));
+    zkr::client other(test_options(server.connect_string()));
     other.remove(node);
     CHECK(eventually([&] { return m.state() == zkr::lock_state::lost; }));
     m.unlock();
@@ -63,13 +78,16 @@ TEST_CASE("server cost: an uncontended lock cycle shorter than the own-node watc
 
 TEST_CASE("server cost: an uncontended semaphore cycle costs 6 requests, a fencing token asked for sends the lease's "
           "watch once, and a lease that lasts learns of its node's deletion",
-          "[server_cost][semaphore]") {
+          "[server_cost][semaphore][own_servers]") {
     const auto delay = zkr::detail::hold_registry::own_watch_delay;
-    std::string path = unique_path("cost-sem");
-    zkr::testkit::proxy proxy(first_server(test_connect_string()));
+    zkr::testkit::ensemble server(fast_reaping_server());
+    const std::string path = "/cost-sem";
+    zkr::testkit::proxy proxy(first_server(server.connect_string()));
     zkr::client c(test_options(proxy.address()));
+    for (const auto& p : {path, path + "/locks", path + "/leases"})
+        c.create(p, "", zkr::create_mode::persistent);  // never reaped (see fast_reaping_server)
     zkr::semaphore s(c, path, 3);
-    s.acquire().release();  // the parents are made once, here
+    s.acquire().release();  // a first cycle, not counted
     auto creates = [&] { return proxy.requests_seen(op::create) + proxy.requests_seen(op::create2); };
     auto listings = [&] { return proxy.requests_seen(op::get_children2) + proxy.requests_seen(op::get_children); };
     auto lock_listings = [&] { return proxy.requests_seen(op::get_children2, path + "/locks"); };
@@ -103,7 +121,7 @@ TEST_CASE("server cost: an uncontended semaphore cycle costs 6 requests, a fenci
 
     // A fencing token asked for at once: the lease's watch reads it (sent now, not after the
     // delay), and it is the node's czxid.
-    zkr::client other(test_options(test_connect_string()));
+    zkr::client other(test_options(server.connect_string()));
     auto first = s.acquire();
     auto token = first.fencing_token();
     CHECK(token == other.exists(first.node_path()).stat.czxid);
