@@ -5,6 +5,7 @@
 #include "support/curator_driver.hpp"
 #include "support/servers.hpp"
 #include "support/session_tools.hpp"
+#include "toolkit/cleanup.hpp"
 #include "zkr/client.hpp"
 #include "zkr/group_member.hpp"
 #include "zkr/path.hpp"
@@ -180,6 +181,60 @@ TEST_CASE("persistent node: another session's node at its path after an expiry i
     CHECK(data_of(other, path) == "theirs");
     node.close();
     CHECK(holds_throughout([&] { return owner_of(other, path) == other.session_id() && data_of(other, path) == "theirs"; }, 500ms));
+}
+
+// The session layer resends an idempotent request whose session expired on the next session; a
+// write to, or a delete of, an ephemeral node must not be: by then its path may hold another
+// session's node. Cut off, the client cannot know its session expired; the write and the delete
+// below are sent (queued) on it all the same, and must end there.
+TEST_CASE("persistent node: a write sent while its session expires unnoticed never reaches another session's node on "
+          "the next session",
+          "[persistent_node][own_servers]") {
+    zkr::testkit::ensemble cluster(zkr::test::own_servers(1));
+    const std::string connect = cluster.connect_string(), path = "/pnode-resent/node";
+    zkr::testkit::proxy proxy(first_server(connect));
+    zkr::client c(test_options(proxy.address()));
+    zkr::client other(test_options(connect));
+    other.create(zkr::parent_path(path), "", zkr::create_mode::persistent);
+    zkr::persistent_node node(c, path, zkr::create_mode::ephemeral, "ours");
+    node.start();
+    REQUIRE(node.wait_for_initial_create(10s));
+    proxy.refuse_connections(true);
+    proxy.drop_connections();  // c is cut off: all it knows is that its connection is down
+    auto write = std::async(std::launch::async, [&] { node.set_data("ours, new"); });
+    zkr::testkit::expire_session(c, connect);
+    other.create(path, "theirs", zkr::create_mode::ephemeral);  // another session takes the path
+    proxy.refuse_connections(false);  // c is back: its session expired, and the write with it
+    REQUIRE(write.wait_for(30s) == std::future_status::ready);
+    CHECK_NOTHROW(write.get());  // the node went with its session: made again with the new data
+    CHECK(data_of(other, path) == "theirs");
+    CHECK(owner_of(other, path) == other.session_id());
+    node.close();
+}
+
+TEST_CASE("guaranteed delete: a delete sent while its session expires unnoticed never removes another session's node "
+          "on the next session",
+          "[persistent_node][own_servers]") {
+    zkr::testkit::ensemble cluster(zkr::test::own_servers(1));
+    const std::string connect = cluster.connect_string(), path = "/cleanup-resent";
+    zkr::testkit::proxy proxy(first_server(connect));
+    zkr::client c(test_options(proxy.address()));
+    zkr::client other(test_options(connect));
+    c.create(path, "ours", zkr::create_mode::ephemeral);
+    proxy.refuse_connections(true);
+    proxy.drop_connections();
+    auto deleted = std::make_shared<std::promise<zkr::error_code>>();
+    zkr::detail::cleanup_service::of(*zkr::detail::port_of(c))
+        ->guaranteed_delete(path, zkr::detail::completion<>(zkr::detail::completion<>::inline_fn(
+                                      [deleted](zkr::error_code ec) { deleted->set_value(ec); })));
+    zkr::testkit::expire_session(c, connect);
+    other.create(path, "theirs", zkr::create_mode::ephemeral);
+    proxy.refuse_connections(false);
+    auto result = deleted->get_future();
+    REQUIRE(result.wait_for(30s) == std::future_status::ready);
+    CHECK(result.get() == zkr::errc::lock_lost);  // gone with its session, says the delete
+    CHECK(owner_of(other, path) == other.session_id());
+    CHECK(data_of(other, path) == "theirs");
 }
 
 TEST_CASE("persistent node: a create whose reply was lost is taken over, not duplicated", "[persistent_node]") {

@@ -329,6 +329,12 @@ void client_impl::submit(request* r) {
         parked_.push_back(r);
         return;
     }
+    if (r->only_on_session != 0 && zoo_client_id(zh_)->client_id != r->only_on_session) {
+        // A handle of another session (or one not connected yet, whose session is still to come):
+        // the node this was for went with its session, and the path may hold someone else's.
+        lock.unlock();
+        return r->fail(make_error_code(errc::session_expired));
+    }
     r->on_send(generation_);
     r->sent_at = std::chrono::steady_clock::now();
     last_sent_.store(r->sent_at.time_since_epoch().count(), std::memory_order_relaxed);
@@ -438,7 +444,8 @@ std::size_t client_impl::answer_lost(std::uint64_t generation) {
 
 void client_impl::on_failure(request* r, int rc) {
     error_code ec = map_rc(rc);
-    bool retry = r->retry_allowed && !closed_ && (is_retryable(ec) || ec == errc::session_expired);
+    bool retry = r->retry_allowed && !closed_ &&
+                 (is_retryable(ec) || (ec == errc::session_expired && r->only_on_session == 0));
     if (!retry) return r->fail(ec);
     // Handlers posted to our threads hold the client weakly: one never run (posted as a thread
     // ends) must not keep the client, and with it that thread's io_context, alive for ever.
@@ -552,6 +559,24 @@ void client_impl::set_data(std::string path, std::string data, std::int32_t vers
     request_sizer sizer(options_);
     if (auto ec = check_input(path, false, sizer, sizer.set_data(path.size(), data.size()))) return done(ec, {});
     submit(make_set_data(*this, std::move(path), std::move(data), version, std::move(done)));
+}
+
+void client_impl::remove_on_session(std::int64_t session, std::string path, std::int32_t version, completion<> done) {
+    request_sizer sizer(options_);
+    if (auto ec = check_input(path, false, sizer, sizer.remove(path.size())); ec || path == "/")
+        return done(ec ? ec : make_error_code(errc::bad_arguments));
+    request* r = make_remove(*this, std::move(path), version, std::move(done));
+    r->only_on_session = session;
+    submit(r);
+}
+
+void client_impl::set_data_on_session(std::int64_t session, std::string path, std::string data, std::int32_t version,
+                                      completion<zkr::stat> done) {
+    request_sizer sizer(options_);
+    if (auto ec = check_input(path, false, sizer, sizer.set_data(path.size(), data.size()))) return done(ec, {});
+    request* r = make_set_data(*this, std::move(path), std::move(data), version, std::move(done));
+    r->only_on_session = session;
+    submit(r);
 }
 
 void client_impl::get_children(std::string path, bool watch, completion<children_result> done) {

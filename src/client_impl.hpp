@@ -143,6 +143,9 @@ public:
     void exists(std::string path, bool watch, completion<exists_result> done) override;
     void get_data(std::string path, bool watch, completion<data_result> done) override;
     void set_data(std::string path, std::string data, std::int32_t version, completion<zkr::stat> done) override;
+    void remove_on_session(std::int64_t session, std::string path, std::int32_t version, completion<> done) override;
+    void set_data_on_session(std::int64_t session, std::string path, std::string data, std::int32_t version,
+                             completion<zkr::stat> done) override;
     void get_children(std::string path, bool watch, completion<children_result> done) override;
     /// A watch state for a read about to be sent; null (logged once) for errc::too_many_watches.
     std::shared_ptr<watch_state> add_watch(const std::string& path, watch_kind kind);

@@ -54,6 +54,9 @@ public:
     request* in_flight_next = nullptr;
     bool in_flight = false;
     bool session_own = false;      // a heartbeat or stall probe: the session's, not a caller's
+    // Nonzero: sent on this session only (session_port::remove_on_session): a handle of another
+    // session fails it with session_expired, and that answer is final, never retried.
+    std::int64_t only_on_session = 0;
     std::uint64_t observe_id = 0;  // nonzero once an observer was told it started
 
 protected:

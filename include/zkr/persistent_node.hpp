@@ -66,10 +66,13 @@ public:
     /// Sets the node's data: written now if the node stands and is known to be ours (made or
     /// taken over on the current session; blocking; throws zkr::system_error on a failure other
     /// than the node being gone), and used by every later create. Never written to a node of
-    /// another session standing at the path. std::invalid_argument for data too large;
-    /// std::logic_error after close().
+    /// another session standing at the path: a write to an ephemeral node is sent only on the
+    /// node's session, also when that session expires before the client knows it (not sent
+    /// again on the next one). std::invalid_argument for data too large; std::logic_error after
+    /// close().
     void set_data(std::string data);
-    /// Stops keeping the node and deletes it (guaranteed: resent while its session lives). A
+    /// Stops keeping the node and deletes it (guaranteed: an ephemeral node's delete is resent
+    /// while its session lives and never sent on another; a persistent one's until it is gone). A
     /// create or take-over whose outcome is open (in flight, or its reply lost) is settled first,
     /// by its reply or one more read, and its node deleted if it is ours: this session's, or of
     /// no session (taken over). Another session's node at the path is never deleted. A node that

@@ -100,21 +100,25 @@ public:
     void set_data(std::string data) {
         check_node_data(client_options_, path_, data, "zkr::persistent_node::set_data", "node data");
         std::string path;
+        std::int64_t session;
         {
             std::lock_guard lock(mutex_);
             if (fsm_.closed()) throw std::logic_error("zkr::persistent_node::set_data: the node \"" + path_ + "\" is closed");
             path = fsm_.set_data(data);
+            session = fsm_.node_session();
         }
         if (path.empty()) return;  // the create to come writes it
         auto port = port_.lock();
         if (!port) throw zkr::system_error(make_error_code(errc::client_closed), "zkr::persistent_node::set_data");
         auto done = std::make_shared<std::promise<error_code>>();
         auto result = done->get_future();
-        port->set_data(path, std::move(data), any_version,
-                       completion<zkr::stat>(completion<zkr::stat>::inline_fn([done](error_code ec, zkr::stat) { done->set_value(ec); })));
+        write(*port, path, std::move(data), session,
+              completion<zkr::stat>(completion<zkr::stat>::inline_fn([done](error_code ec, zkr::stat) { done->set_value(ec); })));
         error_code ec = result.get();
-        // Gone: the node is being made again, with the new data.
-        if (ec && ec != errc::no_node) throw zkr::system_error(ec, "zkr::persistent_node::set_data \"" + path + "\"");
+        // Gone, or gone with its session (never written on a later one, where the path may be
+        // someone else's): the node is being made again, with the new data.
+        if (ec && ec != errc::no_node && !(session && ec == errc::session_expired))
+            throw zkr::system_error(ec, "zkr::persistent_node::set_data \"" + path + "\"");
     }
 
     void close() {
@@ -136,7 +140,7 @@ public:
             watch->clear_inline();
             port->remove_watch(watch, completion<>(completion<>::inline_fn([](error_code) {})));
         }
-        if (!left.node.empty()) cleanup_->guaranteed_delete(left.node);
+        if (!left.node.empty()) remove(left.node, left.node_session);
         if (!left.doubts.empty()) cleanup_->sweep(left.parent, std::move(left.doubts));
         if (port) carry_out(*port, std::move(left.next));  // settles an open create (then removes its node if ours)
     }
@@ -162,6 +166,18 @@ private:
         for (auto& [level, line] : lines) log::write(level, "zkr::persistent_node \"" + path_ + "\": " + line);
         if (made) created_cv_.notify_all();
         carry_out(*port, std::move(next));
+    }
+
+    // Writes to, and deletes, an ephemeral node of ours only on its session: on a later one its
+    // path may hold another session's node. A node of no session outlives them all.
+    static void write(session_port& port, const std::string& path, std::string data, std::int64_t session,
+                      completion<zkr::stat> done) {
+        if (session) port.set_data_on_session(session, path, std::move(data), any_version, std::move(done));
+        else port.set_data(path, std::move(data), any_version, std::move(done));
+    }
+    void remove(const std::string& path, std::int64_t session) {
+        if (session) cleanup_->guaranteed_delete_on(session, path);
+        else cleanup_->delete_persistent(path);
     }
 
     void carry_out(session_port& port, request next) {
@@ -194,16 +210,16 @@ private:
                                     });
                                 })));
                 } else if constexpr (std::is_same_v<T, node_step::take_over>) {
-                    port.set_data(step.path, std::move(step.data), any_version,
-                                  completion<zkr::stat>(completion<zkr::stat>::inline_fn([self](error_code ec, zkr::stat) {
-                                      self->feed([&](std::int64_t s) { return self->fsm_.taken_over(s, ec); });
-                                  })));
+                    write(port, step.path, std::move(step.data), step.session,
+                          completion<zkr::stat>(completion<zkr::stat>::inline_fn([self](error_code ec, zkr::stat) {
+                              self->feed([&](std::int64_t s) { return self->fsm_.taken_over(s, ec); });
+                          })));
                 } else if constexpr (std::is_same_v<T, node_step::watch>) {
                     port.exists(step.path, true,
                                 completion<exists_result>(completion<exists_result>::inline_fn(
                                     [self](error_code ec, exists_result r) { self->watched(ec, std::move(r)); })));
                 } else if constexpr (std::is_same_v<T, node_step::remove>) {
-                    cleanup_->guaranteed_delete(step.path);  // ours, landed after close()
+                    remove(step.path, step.session);  // ours, landed after close()
                 }
             },
             next);

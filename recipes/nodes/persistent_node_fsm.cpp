@@ -76,11 +76,14 @@ persistent_node_fsm::request persistent_node_fsm::created(std::int64_t session, 
         if (!ec) {
             busy_ = false;
             phase_ = phase::idle;
-            return node_step::remove{made_path};  // landed after close()
+            return node_step::remove{made_path, is_ephemeral(sent_mode_) ? sent_session_ : 0};  // landed after close()
         }
         return settle_after_close(ec);
     }
-    if (!ec) return made(made_path);
+    if (!ec) {
+        node_session_ = is_ephemeral(sent_mode_) ? (sent_session_ ? sent_session_ : session) : 0;
+        return made(made_path);
+    }
     if (ec == errc::node_exists) {
         phase_ = phase::examining;
         return node_step::examine{sent_path_};
@@ -109,7 +112,8 @@ persistent_node_fsm::request persistent_node_fsm::made(const std::string& path) 
         taking_made_ = true;
         sent_path_ = path;
         sent_gen_ = data_gen_;
-        return node_step::take_over{path, data_};
+        take_session_ = node_session_;
+        return node_step::take_over{path, data_, take_session_};
     }
     return watch_node(path);
 }
@@ -148,7 +152,7 @@ persistent_node_fsm::request persistent_node_fsm::listed(std::int64_t session, e
     if (closed_) {  // a create of ours in doubt: its node, if it stands, goes
         busy_ = false;
         phase_ = phase::idle;
-        if (!found.empty()) return node_step::remove{found};
+        if (!found.empty()) return node_step::remove{found, is_ephemeral(mode_) ? session : 0};
         return node_step::idle{};
     }
     if (ec && ec != errc::no_node) return step_done(session, is_retryable(ec));
@@ -171,7 +175,7 @@ persistent_node_fsm::request persistent_node_fsm::examined(std::int64_t session,
         // Settling an open create: ours (this session's, or of no session: taken over) goes.
         busy_ = false;
         phase_ = phase::idle;
-        if (!ec && exists && (owner == 0 || owner == session)) return node_step::remove{sent_path_};
+        if (!ec && exists && (owner == 0 || owner == session)) return node_step::remove{sent_path_, owner};
         return node_step::idle{};
     }
     if (ec) return step_done(session, is_retryable(ec));
@@ -183,7 +187,8 @@ persistent_node_fsm::request persistent_node_fsm::examined(std::int64_t session,
         phase_ = phase::taking_over;
         taking_made_ = false;
         sent_gen_ = data_gen_;
-        return node_step::take_over{sent_path_, data_};
+        take_session_ = owner;  // this session's ephemeral node, or one of no session
+        return node_step::take_over{sent_path_, data_, take_session_};
     }
     // Another session's node: never adopted (writing to a node of an expired session of ours is
     // lost when the server deletes it; one of someone else's is theirs). Watched until it goes
@@ -199,7 +204,7 @@ persistent_node_fsm::request persistent_node_fsm::taken_over(std::int64_t sessio
         if (!ec) {
             busy_ = false;
             phase_ = phase::idle;
-            return node_step::remove{sent_path_};  // ours since the write: deleted with the rest
+            return node_step::remove{sent_path_, take_session_};  // ours since the write: deleted with the rest
         }
         return settle_after_close(ec);
     }
@@ -210,6 +215,7 @@ persistent_node_fsm::request persistent_node_fsm::taken_over(std::int64_t sessio
         return watch_node(sent_path_);
     }
     if (ec) return step_done(session, is_retryable(ec), ec == errc::no_node);
+    node_session_ = take_session_;
     return made(sent_path_);
 }
 
@@ -267,6 +273,7 @@ persistent_node_fsm::leftovers persistent_node_fsm::close() {
     out.doubts = std::move(doubts_);
     if (owned_) {
         out.node = actual_;
+        out.node_session = node_session_;
         if (!busy_) {
             phase_ = phase::idle;
             return out;

@@ -53,9 +53,13 @@ struct examine { std::string path; };       ///< exists, no watch: examined()
 struct take_over {                          ///< set_data at any version: taken_over()
     std::string path;
     std::string data;
+    std::int64_t session = 0;  ///< sent only on this session (an ephemeral node's); 0: any
 };
 struct watch { std::string path; };         ///< exists with a watch: watched(), then watch_fired()
-struct remove { std::string path; };        ///< a guaranteed delete: a node of ours, found after close()
+struct remove {                             ///< a guaranteed delete: a node of ours, found after close()
+    std::string path;
+    std::int64_t session = 0;  ///< the ephemeral node's session (deleted only on it); 0: a node of no session
+};
 }  // namespace node_step
 
 class persistent_node_fsm {
@@ -93,6 +97,7 @@ public:
     /// read that settles whether an open create left a node of ours (its answer is fed as usual).
     struct leftovers {
         std::string node;
+        std::int64_t node_session = 0;  ///< the session `node` is of, when ephemeral (deleted only on it)
         std::string parent;
         std::vector<unsettled_create> doubts;
         request next = node_step::idle{};
@@ -107,6 +112,9 @@ public:
     bool watching() const noexcept { return watching_; }
     bool made_once() const noexcept { return made_once_; }
     const std::string& actual() const noexcept { return actual_; }
+    /// The session our node is of, when it is ephemeral (writes and deletes are sent only on it:
+    /// on a later one the path may hold another session's node); 0 for a node of no session.
+    std::int64_t node_session() const noexcept { return node_session_; }
     const std::string& data() const noexcept { return data_; }
     /// Log lines since the last call (the driver writes them outside its lock).
     std::vector<std::pair<log::level, std::string>> take_log() { return std::exchange(log_, {}); }
@@ -137,6 +145,8 @@ private:
     phase phase_before_close_ = phase::idle;  // what was in flight when close() came
     bool closed_ = false, busy_ = false, again_ = false, watching_ = false, made_once_ = false;
     bool owned_ = false;         // actual_ is ours: made or taken over on this session, not seen go since
+    std::int64_t node_session_ = 0;  // the session actual_ is of when ephemeral, else 0
+    std::int64_t take_session_ = 0;  // the take-over in flight: the session of the node it writes to
     bool taking_made_ = false;   // the take-over in flight is new data for a node we just made
     bool created_any_ = false;   // a create was ever sent
     // The request in flight: what it was sent with.

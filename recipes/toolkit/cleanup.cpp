@@ -62,13 +62,28 @@ void cleanup_service::retry_later(int attempt, std::function<void()> again) {
 }
 
 void cleanup_service::guaranteed_delete(std::string path, std::optional<completion<>> done) {
-    std::shared_ptr<completion<>> shared_done = done ? std::make_shared<completion<>>(std::move(*done)) : nullptr;
     auto port = port_.lock();
     if (!port) {
-        if (shared_done) (*shared_done)(make_error_code(errc::client_closed));
+        if (done) (*done)(make_error_code(errc::client_closed));
         return;
     }
-    delete_attempt(std::move(path), port->session_id(), 0, std::move(shared_done));
+    guaranteed_delete_on(port->session_id(), std::move(path), std::move(done));
+}
+
+void cleanup_service::guaranteed_delete_on(std::int64_t session, std::string path, std::optional<completion<>> done) {
+    // No session now: the node went with the one it was of, and sent on the next one, the delete
+    // could find another session's node at its path.
+    if (session == 0) {
+        if (done) (*done)(make_error_code(errc::lock_lost));
+        return;
+    }
+    std::shared_ptr<completion<>> shared_done = done ? std::make_shared<completion<>>(std::move(*done)) : nullptr;
+    delete_attempt(std::move(path), session, 0, std::move(shared_done));
+}
+
+void cleanup_service::delete_persistent(std::string path, std::optional<completion<>> done) {
+    std::shared_ptr<completion<>> shared_done = done ? std::make_shared<completion<>>(std::move(*done)) : nullptr;
+    delete_attempt(std::move(path), 0, 0, std::move(shared_done));
 }
 
 void cleanup_service::delete_attempt(std::string path, std::int64_t session, int attempt,
@@ -79,7 +94,7 @@ void cleanup_service::delete_attempt(std::string path, std::int64_t session, int
     auto port = port_.lock();
     if (!port) return finish(make_error_code(errc::client_closed));
     std::weak_ptr<cleanup_service> weak = weak_from_this();
-    port->remove(path, any_version, completion<>([weak, path, session, attempt, done, finish](error_code ec) {
+    completion<> answered([weak, path, session, attempt, done, finish](error_code ec) {
         if (!ec || ec == errc::no_node) return finish({});
         auto self = weak.lock();
         auto port = self ? self->port_.lock() : nullptr;
@@ -87,15 +102,22 @@ void cleanup_service::delete_attempt(std::string path, std::int64_t session, int
         // Someone made children under it (a TTL node's container whose child has yet to expire, a
         // registration others use as a parent): not ours to empty, and resending cannot help.
         if (ec == errc::not_empty) return finish(ec);
-        // While the session that made the node lives, the node lives: keep trying. Once that
-        // session is gone, so is the node.
-        if (session == 0 || port->session_id() != session) return finish(make_error_code(errc::lock_lost));
+        if (session == 0) {
+            // A node of no session outlives them all: resent on the next, unless nothing can help.
+            if (!is_retryable(ec) && !is_session_lost(ec)) return finish(ec);
+        } else if (ec == errc::session_expired || port->session_id() != session) {
+            // While the session that made the node lives, the node lives: keep trying. Once that
+            // session is gone, so is the node.
+            return finish(make_error_code(errc::lock_lost));
+        }
         ++self->delete_retries_;
         self->retry_later(attempt, [weak, path, session, attempt, done, finish] {
             if (auto again = weak.lock()) again->delete_attempt(path, session, attempt + 1, done);
             else finish(make_error_code(errc::client_closed));
         });
-    }));
+    });
+    if (session != 0) port->remove_on_session(session, path, any_version, std::move(answered));
+    else port->remove(path, any_version, std::move(answered));
 }
 
 void cleanup_service::sweep(const std::string& parent, std::vector<unsettled_create> creates) {

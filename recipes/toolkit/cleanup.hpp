@@ -34,10 +34,17 @@ public:
     static std::shared_ptr<cleanup_service> of(session_port& port) { return per_client<cleanup_service>(port); }
 
     /// Deletes `path` (sent now, so ordered before anything this client sends next), resending it
-    /// while the session current now lives. `done` (optional): no error once the node is gone;
-    /// lock_lost when its session went first (and the node with it); client_closed; not_empty
-    /// (not resent) when the node has children.
+    /// while the session current now lives, and never on a later one (where the path may hold
+    /// another session's node). `done` (optional): no error once the node is gone; lock_lost when
+    /// its session went first (and the node with it), or there is no session now; client_closed;
+    /// not_empty (not resent) when the node has children.
     void guaranteed_delete(std::string path, std::optional<completion<>> done = std::nullopt);
+    /// The same for an ephemeral node of `session`, named by the caller (a recipe that knows its
+    /// node's session: the client may be on a later one already).
+    void guaranteed_delete_on(std::int64_t session, std::string path, std::optional<completion<>> done = std::nullopt);
+    /// The same for a node of no session (a persistent one outlives every session): resent on
+    /// any session until it is gone, the client closes, or an error no resend can mend.
+    void delete_persistent(std::string path, std::optional<completion<>> done = std::nullopt);
     /// Lists `parent` and deletes every child carrying one of the creates' prefixes, listing
     /// again while the prefix's session lives.
     void sweep(const std::string& parent, std::vector<unsettled_create> creates);
@@ -55,6 +62,7 @@ public:
 
 private:
     void on_session(const session_event& ev);
+    /// `session` 0: a node of no session (delete_persistent).
     void delete_attempt(std::string path, std::int64_t session, int attempt, std::shared_ptr<completion<>> done);
     void sweep_attempt(std::string parent, std::vector<unsettled_create> creates, int attempt);
     void retry_later(int attempt, std::function<void()> again);

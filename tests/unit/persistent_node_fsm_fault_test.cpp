@@ -116,6 +116,11 @@ enum class fault {
     close_before_retry,  // applied, reply lost; close() comes before the retry does
     replaced_by_rival,   // our session expires, a rival's node takes our path, new data is set
     replaced_then_close, // the same, then close()
+    // While the machine rests on its node, our session expires unnoticed: new data is set, the
+    // session layer sends the write again on the next session, where a rival's node now stands
+    // (unless the write is bound to our node's session); then (or not) close(), whose delete too.
+    resent_after_expiry,
+    resent_then_close,
 };
 
 const char* name(fault f) {
@@ -135,6 +140,8 @@ const char* name(fault f) {
         case fault::close_before_retry: return "closed before the retry";
         case fault::replaced_by_rival: return "replaced by a rival's node";
         case fault::replaced_then_close: return "replaced by a rival's node, then closed";
+        case fault::resent_after_expiry: return "a write resent after an unnoticed expiry";
+        case fault::resent_then_close: return "a write and a delete resent after an unnoticed expiry";
     }
     return "?";
 }
@@ -160,8 +167,11 @@ struct run {
     std::string first_actual;
     bool someone_wrote = false;
 
+    create_mode mode;
+
     run(create_mode mode, bool protection, start from, fault f, int at)
         : fsm(node_path, mode, "v1", protection, true, [this] { return "_c_" + std::to_string(++prefixes) + "-"; }),
+          mode(mode),
           f(f),
           fault_at(at) {
         if (from == start::parents_missing) {
@@ -172,8 +182,11 @@ struct run {
         if (from == start::node_of_no_session) m.nodes[node_path] = {"old", 0, false};
     }
 
+    // The session layer sends a request bound to a session (0: none) only on that session.
+    bool sendable(std::int64_t bound) const { return bound == 0 || bound == m.session; }
+
     void leftovers(const persistent_node_fsm::leftovers& l) {
-        if (!l.node.empty()) m.erase_ours(l.node);  // the guaranteed delete
+        if (!l.node.empty() && sendable(l.node_session)) m.erase_ours(l.node);  // the guaranteed delete
         for (const auto& d : l.doubts)
             for (const auto& c : m.children(l.parent))
                 if (c.compare(0, d.prefix.size(), d.prefix) == 0) m.erase_ours(join_path(l.parent, c));
@@ -195,6 +208,10 @@ struct run {
         if (now == fault::close_on_resend && !std::holds_alternative<node_step::create>(req)) now = fault::close_reply_lost;
         if (now == fault::replaced_by_rival || now == fault::replaced_then_close) {
             replace_at_rest = true;  // once the machine rests on its node (see replace())
+            now = fault::none;
+        }
+        if (now == fault::resent_after_expiry || now == fault::resent_then_close) {
+            resend_at_rest = true;  // once the machine rests on its node (see expire_unnoticed())
             now = fault::none;
         }
         switch (now) {
@@ -268,6 +285,10 @@ struct run {
                     return fsm.examined(m.session, got, !got && exists, got ? 0 : owner);
                 } else if constexpr (std::is_same_v<T, node_step::take_over>) {
                     error_code applied;
+                    if (!sendable(r.session)) {
+                        after(now);  // never sent: the session it was for is gone
+                        return fsm.taken_over(m.session, make_error_code(errc::session_expired));
+                    }
                     if (apply) {
                         if (!m.has(r.path)) {
                             applied = make_error_code(errc::no_node);
@@ -289,7 +310,7 @@ struct run {
                     error_code got = lost({});
                     return fsm.watched(m.session, got, !got && exists);
                 } else if constexpr (std::is_same_v<T, node_step::remove>) {
-                    m.erase_ours(r.path);
+                    if (sendable(r.session)) m.erase_ours(r.path);
                     return node_step::idle{};
                 } else {
                     return r;
@@ -320,6 +341,22 @@ struct run {
         if (f == fault::replaced_then_close) close();
         feed(fsm.ensure(m.session));
         replaced = true;
+    }
+
+    // While the machine rests on its node: our session expires, and nothing tells the driver yet
+    // (the connection is down). New data is set; the session layer would send that write again
+    // on the next session, where a rival's node has taken the plain path; maybe close() too.
+    void expire_unnoticed() {
+        const std::string ours = fsm.actual();
+        if (ours.empty() || !m.has(ours)) return;
+        std::string write_to = fsm.set_data("v2");
+        const std::int64_t bound = fsm.node_session();
+        const bool ephemeral = m.nodes[ours].owner == m.session;
+        m.expire();
+        if (ephemeral && !is_sequential(mode)) m.nodes[ours] = {"rival", rival_session, false};
+        if (!write_to.empty() && sendable(bound) && m.has(write_to)) m.write_ours(write_to, "v2");
+        if (f == fault::resent_then_close) close();
+        resent = true;
     }
 
     void close() {
@@ -353,6 +390,11 @@ struct run {
                 if (replace_at_rest && !fsm.busy()) {
                     replace_at_rest = false;
                     replace();
+                    continue;
+                }
+                if (resend_at_rest && !fsm.busy()) {
+                    resend_at_rest = false;
+                    expire_unnoticed();
                     continue;
                 }
                 if (close_at_rest && !fsm.closed()) {  // close() before the retry or reconnection
@@ -409,6 +451,8 @@ struct run {
     bool close_at_rest = false;
     bool replace_at_rest = false;
     bool replaced = false;  // the replaced_by_rival fault found a node of ours to replace
+    bool resend_at_rest = false;
+    bool resent = false;    // the resent_* faults found a node of ours
     std::vector<persistent_node_fsm::request> pending;
 };
 
@@ -448,7 +492,8 @@ TEST_CASE("persistent node machine: a fault at any request leaves exactly its no
                             fault::expire_after,       fault::rival_in_the_way, fault::deleted_by_someone,
                             fault::changed_by_someone, fault::new_data,         fault::close_in_flight,
                             fault::close_reply_lost,   fault::close_on_resend,  fault::close_before_retry,
-                            fault::replaced_by_rival,  fault::replaced_then_close};
+                            fault::replaced_by_rival,  fault::replaced_then_close, fault::resent_after_expiry,
+                            fault::resent_then_close};
     const create_mode modes[] = {create_mode::persistent, create_mode::ephemeral, create_mode::persistent_sequential,
                                  create_mode::ephemeral_sequential};
     std::map<fault, int> injected;  // runs where the fault did happen: none of them is vacuous
@@ -467,7 +512,8 @@ TEST_CASE("persistent node machine: a fault at any request leaves exactly its no
                         // Unprotected, the node of no session at its path is taken over as it is.
                         check_rest(r, mode, from == start::node_of_no_session && !protection && !is_sequential(mode));
                         bool replaces = f == fault::replaced_by_rival || f == fault::replaced_then_close;
-                        if (r.faulted && (!replaces || r.replaced)) ++injected[f];
+                        bool resends = f == fault::resent_after_expiry || f == fault::resent_then_close;
+                        if (r.faulted && (!replaces || r.replaced) && (!resends || r.resent)) ++injected[f];
                     }
                 }
     for (auto f : faults) {
