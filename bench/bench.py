@@ -1170,7 +1170,7 @@ def parse(argv):
     p.add_argument("--warmup", type=float, help="seconds of cycles before each measured window")
     p.add_argument("--jvm-warmup", type=float, help="the same for the JVM (Curator): its JIT compiles meanwhile")
     p.add_argument("--settings", help="forceSync settings at D = 0, comma-separated (no,yes)")
-    p.add_argument("--delays", help="one-way network delays D in ms, comma-separated (default 0,0.5,1; --smoke: 0,1): "
+    p.add_argument("--delays", help="one-way network delays D in ms, comma-separated (default 0,0.5,1; --smoke: 1, through the proxy): "
                                     "D = 0 runs each --settings server directly, each D > 0 the forceSync=no server "
                                     "through a zkr_delay_proxy")
     p.add_argument("--proxy-bin", help="zkr_delay_proxy (needed for a delay D > 0)")
@@ -1183,7 +1183,7 @@ def parse(argv):
     o = p.parse_args(argv)
     o.mode = o.mode or "full"
     defaults = {"full": (3, 2.0, 1.0, "no,yes", 1, 3.0, "0,0.5,1"), "quick": (3, 1.0, 0.5, "no,yes", 0, 1.5, "0,0.5,1"),
-                "smoke": (1, 0.3, 0.2, "no", 1, 0.3, "0,1")}[o.mode]
+                "smoke": (1, 0.3, 0.2, "no", 1, 0.3, "1")}[o.mode]
     o.rounds = o.rounds or defaults[0]
     o.seconds = o.seconds or defaults[1]
     o.warmup = defaults[2] if o.warmup is None else o.warmup

@@ -10,7 +10,7 @@
 #
 #   (default)   the full run: ~25 min on a 2-core machine (D = 0 both servers, D = 0.5 and 1 ms)
 #   --quick     1 s per measurement, no herd N=1000: ~12 min
-#   --smoke     every driver once at D = 0 and at D = 1 ms, tiny counts, about a minute; fails only
+#   --smoke     every driver once at D = 1 ms (through the delay proxy), tiny counts, under a minute; fails only
 #               if a driver fails or prints malformed output (the `bench_smoke` CTest test)
 #
 # Options (the rest go to bench/bench.py, see `bench/run.sh --help`):
