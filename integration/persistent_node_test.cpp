@@ -8,13 +8,16 @@
 #include "toolkit/cleanup.hpp"
 #include "zkr/client.hpp"
 #include "zkr/group_member.hpp"
+#include "zkr/observer.hpp"
 #include "zkr/path.hpp"
 #include "zkr/persistent_node.hpp"
 #include "zkr/testkit.hpp"
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <future>
+#include <mutex>
 
 using namespace std::chrono_literals;
 using zkr::test::eventually;
@@ -183,56 +186,120 @@ TEST_CASE("persistent node: another session's node at its path after an expiry i
     CHECK(holds_throughout([&] { return owner_of(other, path) == other.session_id() && data_of(other, path) == "theirs"; }, 500ms));
 }
 
+namespace {
+
+// What a client's observer hears of the requests at one path: which started, and how they ended.
+struct path_requests : zkr::observer {
+    explicit path_requests(std::string p) : path(std::move(p)) {}
+    void on_request_started(const zkr::request_info& r) override {
+        std::lock_guard lock(mutex);
+        if (r.path == path) started.push_back(r.operation);
+    }
+    void on_request_finished(const zkr::request_info& r, zkr::error_code result, std::chrono::nanoseconds) override {
+        std::lock_guard lock(mutex);
+        if (r.path == path) finished.emplace_back(r.operation, result);
+    }
+    bool has_started(zkr::operation op) {
+        std::lock_guard lock(mutex);
+        return std::find(started.begin(), started.end(), op) != started.end();
+    }
+    std::vector<zkr::error_code> results_of(zkr::operation op) {
+        std::lock_guard lock(mutex);
+        std::vector<zkr::error_code> out;
+        for (auto& [o, ec] : finished)
+            if (o == op) out.push_back(ec);
+        return out;
+    }
+    const std::string path;
+    std::mutex mutex;
+    std::vector<zkr::operation> started;
+    std::vector<std::pair<zkr::operation, zkr::error_code>> finished;
+};
+
+// A client cut off by a proxy, whose session ends while it cannot know: either it gives the
+// session up itself (suspended a whole session timeout: testkit::expire_session waits for that),
+// or the server closes it and the client is told so once it is let back in.
+struct cut_off_client {
+    cut_off_client(const std::string& connect, const std::string& path)
+        : proxy(first_server(connect)), seen(std::make_shared<path_requests>(path)), c(options(proxy, seen)) {}
+    static zkr::client_options options(const zkr::testkit::proxy& proxy, std::shared_ptr<path_requests> seen) {
+        auto o = test_options(proxy.address());
+        o.observer = std::move(seen);
+        return o;
+    }
+    void cut() {
+        credentials = zkr::testkit::credentials_of(c);
+        proxy.refuse_connections(true);
+        proxy.drop_connections();  // all the client knows is that its connection is down
+    }
+    void end_session(const std::string& connect, bool told_by_server) {
+        if (told_by_server) zkr::testkit::close_session(connect, credentials);
+        else zkr::testkit::expire_session(c, connect);
+    }
+    void let_back() { proxy.refuse_connections(false); }
+
+    zkr::testkit::proxy proxy;
+    std::shared_ptr<path_requests> seen;
+    zkr::client c;
+    zkr::testkit::session_credentials credentials;
+};
+
+}  // namespace
+
 // The session layer resends an idempotent request whose session expired on the next session; a
 // write to, or a delete of, an ephemeral node must not be: by then its path may hold another
 // session's node. Cut off, the client cannot know its session expired; the write and the delete
-// below are sent (queued) on it all the same, and must end there.
+// below are sent (queued) on it all the same, and must end with it.
 TEST_CASE("persistent node: a write sent while its session expires unnoticed never reaches another session's node on "
           "the next session",
           "[persistent_node][own_servers]") {
+    const bool told_by_server = GENERATE(false, true);
+    INFO((told_by_server ? "the server closed the session" : "the client gave the session up"));
     zkr::testkit::ensemble cluster(zkr::test::own_servers(1));
     const std::string connect = cluster.connect_string(), path = "/pnode-resent/node";
-    zkr::testkit::proxy proxy(first_server(connect));
-    zkr::client c(test_options(proxy.address()));
+    cut_off_client cut(connect, path);
     zkr::client other(test_options(connect));
     other.create(zkr::parent_path(path), "", zkr::create_mode::persistent);
-    zkr::persistent_node node(c, path, zkr::create_mode::ephemeral, "ours");
+    zkr::persistent_node node(cut.c, path, zkr::create_mode::ephemeral, "ours");
     node.start();
     REQUIRE(node.wait_for_initial_create(10s));
-    proxy.refuse_connections(true);
-    proxy.drop_connections();  // c is cut off: all it knows is that its connection is down
+    cut.cut();
     auto write = std::async(std::launch::async, [&] { node.set_data("ours, new"); });
-    zkr::testkit::expire_session(c, connect);
+    REQUIRE(eventually([&] { return cut.seen->has_started(zkr::operation::set_data); }));  // sent while ours
+    cut.end_session(connect, told_by_server);
     other.create(path, "theirs", zkr::create_mode::ephemeral);  // another session takes the path
-    proxy.refuse_connections(false);  // c is back: its session expired, and the write with it
+    cut.let_back();
     REQUIRE(write.wait_for(30s) == std::future_status::ready);
     CHECK_NOTHROW(write.get());  // the node went with its session: made again with the new data
+    CHECK(cut.seen->results_of(zkr::operation::set_data) == std::vector<zkr::error_code>{zkr::errc::session_expired});
     CHECK(data_of(other, path) == "theirs");
-    CHECK(owner_of(other, path) == other.session_id());
     node.close();
+    CHECK(holds_throughout([&] { return owner_of(other, path) == other.session_id() && data_of(other, path) == "theirs"; }, 500ms));
 }
 
 TEST_CASE("guaranteed delete: a delete sent while its session expires unnoticed never removes another session's node "
           "on the next session",
           "[persistent_node][own_servers]") {
+    const bool told_by_server = GENERATE(false, true);
+    INFO((told_by_server ? "the server closed the session" : "the client gave the session up"));
     zkr::testkit::ensemble cluster(zkr::test::own_servers(1));
     const std::string connect = cluster.connect_string(), path = "/cleanup-resent";
-    zkr::testkit::proxy proxy(first_server(connect));
-    zkr::client c(test_options(proxy.address()));
+    cut_off_client cut(connect, path);
     zkr::client other(test_options(connect));
-    c.create(path, "ours", zkr::create_mode::ephemeral);
-    proxy.refuse_connections(true);
-    proxy.drop_connections();
+    cut.c.create(path, "ours", zkr::create_mode::ephemeral);
+    cut.cut();
     auto deleted = std::make_shared<std::promise<zkr::error_code>>();
-    zkr::detail::cleanup_service::of(*zkr::detail::port_of(c))
+    zkr::detail::cleanup_service::of(*zkr::detail::port_of(cut.c))
         ->guaranteed_delete(path, zkr::detail::completion<>(zkr::detail::completion<>::inline_fn(
                                       [deleted](zkr::error_code ec) { deleted->set_value(ec); })));
-    zkr::testkit::expire_session(c, connect);
+    REQUIRE(eventually([&] { return cut.seen->has_started(zkr::operation::remove); }));
+    cut.end_session(connect, told_by_server);
     other.create(path, "theirs", zkr::create_mode::ephemeral);
-    proxy.refuse_connections(false);
+    cut.let_back();
     auto result = deleted->get_future();
     REQUIRE(result.wait_for(30s) == std::future_status::ready);
     CHECK(result.get() == zkr::errc::lock_lost);  // gone with its session, says the delete
+    CHECK(cut.seen->results_of(zkr::operation::remove) == std::vector<zkr::error_code>{zkr::errc::session_expired});
     CHECK(owner_of(other, path) == other.session_id());
     CHECK(data_of(other, path) == "theirs");
 }

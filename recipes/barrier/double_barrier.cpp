@@ -241,11 +241,12 @@ private:
         disarm(deadline);
         disarm(bound);
         if (!d.delete_after.empty()) {
-            // Everyone has left: "ready" goes (resent while the session lives), so that the next
-            // round on this path waits for its own members.
+            // Everyone has left: "ready" goes, so that the next round on this path waits for its
+            // own members. A persistent node: resent on any session until it is gone (left, it
+            // would let the next round through at once).
             if (auto p = member_->port.lock(); p && !p->closed()) {
                 try {
-                    cleanup_service::of(*p)->guaranteed_delete(d.delete_after);
+                    cleanup_service::of(*p)->delete_persistent(d.delete_after);
                 } catch (const zkr::system_error&) {
                 }
             }

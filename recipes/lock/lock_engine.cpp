@@ -205,7 +205,9 @@ void lock_engine::release_all(const std::shared_ptr<lock_claim>& h, std::optiona
     }
     // A lost hold's node went (or goes) with its session, or someone deleted it. Its name
     // carries our uuid, so deleting it can never hit another owner's node; it only frees the lock
-    // sooner if that old session still lingers on the server.
+    // sooner if that old session still lingers on the server. Sent on the session current now;
+    // with none, nothing is sent (a session zkr gave up is closed on the server by the session
+    // layer as soon as one answers, and its nodes with it).
     if (!kept_write_node.empty()) cleanup_->guaranteed_delete(std::move(kept_write_node));
     if (lost) {
         cleanup_->guaranteed_delete(h->node_path);

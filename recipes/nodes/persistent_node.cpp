@@ -190,7 +190,7 @@ private:
                 } else if constexpr (std::is_same_v<T, node_step::create>) {
                     port.create(step.path, std::move(step.data), step.mode,
                                 completion<create_result>(completion<create_result>::inline_fn([self](error_code ec, create_result r) {
-                                    self->feed([&](std::int64_t s) { return self->fsm_.created(s, ec, r.path); });
+                                    self->feed([&](std::int64_t s) { return self->fsm_.created(s, ec, r.path, r.stat.ephemeral_owner); });
                                 })));
                 } else if constexpr (std::is_same_v<T, node_step::make_parents>) {
                     port.create_parents(step.path, create_mode::container, completion<>(completion<>::inline_fn([self](error_code ec) {

@@ -71,17 +71,20 @@ persistent_node_fsm::request persistent_node_fsm::send_create() {
     return node_step::create{sent_path_, data_, sent_mode_};
 }
 
-persistent_node_fsm::request persistent_node_fsm::created(std::int64_t session, error_code ec, const std::string& made_path) {
+persistent_node_fsm::request persistent_node_fsm::created(std::int64_t session, error_code ec, const std::string& made_path,
+                                                          std::int64_t owner) {
+    // The session the node is of, when ephemeral: its stat's, not the one the create was sent on.
+    const std::int64_t of = is_ephemeral(sent_mode_) ? (owner ? owner : session) : 0;
     if (closed_) {
         if (!ec) {
             busy_ = false;
             phase_ = phase::idle;
-            return node_step::remove{made_path, is_ephemeral(sent_mode_) ? sent_session_ : 0};  // landed after close()
+            return node_step::remove{made_path, of};  // landed after close()
         }
         return settle_after_close(ec);
     }
     if (!ec) {
-        node_session_ = is_ephemeral(sent_mode_) ? (sent_session_ ? sent_session_ : session) : 0;
+        node_session_ = of;
         return made(made_path);
     }
     if (ec == errc::node_exists) {
@@ -159,7 +162,7 @@ persistent_node_fsm::request persistent_node_fsm::listed(std::int64_t session, e
     in_doubt_ = false;
     if (found.empty()) {
         // Nothing made: a fresh name, and the old one swept at close while its session lives.
-        doubts_.push_back({prefix_, doubt_session_});
+        doubts_.push_back({prefix_, doubt_session_, !is_ephemeral(mode_)});
         prefix_ = new_prefix_();
         return step_done(session, false, true);
     }

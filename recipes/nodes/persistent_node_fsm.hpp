@@ -77,7 +77,9 @@ public:
     /// Starts a chain, or asks the running one for another run: at start, on a new session, on a
     /// reconnection while not watching, when the node was deleted, when a retry is due.
     request ensure(std::int64_t session);
-    request created(std::int64_t session, error_code ec, const std::string& made);
+    /// `owner`: the made node's ephemeralOwner (from its stat): the session layer may have resent
+    /// the create on a later session than the one it was sent on.
+    request created(std::int64_t session, error_code ec, const std::string& made, std::int64_t owner);
     request parents_made(std::int64_t session, error_code ec);
     request listed(std::int64_t session, error_code ec, const std::vector<std::string>& children);
     request examined(std::int64_t session, error_code ec, bool exists, std::int64_t owner);

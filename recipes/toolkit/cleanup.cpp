@@ -136,9 +136,12 @@ void cleanup_service::sweep_attempt(std::string parent, std::vector<unsettled_cr
                            if (ec == errc::no_node) return;  // the parent is gone, every child with it
                            if (ec) {
                                // A listing that failed says nothing about the session: go on for the
-                               // creates whose session still lives (the others' nodes went with it).
+                               // creates whose session still lives (the others' nodes went with it),
+                               // and for those of persistent nodes.
                                std::int64_t now = port->session_id();
-                               std::erase_if(creates, [&](const unsettled_create& u) { return u.session == 0 || u.session != now; });
+                               std::erase_if(creates, [&](const unsettled_create& u) {
+                                   return !u.persistent && (u.session == 0 || u.session != now);
+                               });
                                if (creates.empty()) return;
                                self->retry_later(attempt, [weak, parent, creates, attempt] {
                                    if (auto again = weak.lock()) again->sweep_attempt(parent, creates, attempt + 1);
@@ -149,7 +152,8 @@ void cleanup_service::sweep_attempt(std::string parent, std::vector<unsettled_cr
                                for (const auto& u : creates) {
                                    if (has_prefix(child, u.prefix)) {
                                        ++self->swept_;
-                                       self->guaranteed_delete(join_path(parent, child));
+                                       if (u.persistent) self->delete_persistent(join_path(parent, child));
+                                       else self->guaranteed_delete(join_path(parent, child));
                                    }
                                }
                            }

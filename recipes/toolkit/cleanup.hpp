@@ -46,7 +46,7 @@ public:
     /// any session until it is gone, the client closes, or an error no resend can mend.
     void delete_persistent(std::string path, std::optional<completion<>> done = std::nullopt);
     /// Lists `parent` and deletes every child carrying one of the creates' prefixes, listing
-    /// again while the prefix's session lives.
+    /// again while the prefix's session lives (for a persistent node's prefix, on any session).
     void sweep(const std::string& parent, std::vector<unsettled_create> creates);
 
     /// The gate of `path`: held while a given-up attempt there may still own a node it cannot

@@ -27,6 +27,7 @@ namespace zkr::detail {
 struct unsettled_create {
     std::string prefix;
     std::int64_t session = 0;
+    bool persistent = false;  ///< its node outlives the session: swept on any session (delete_persistent)
 };
 
 class protected_create {

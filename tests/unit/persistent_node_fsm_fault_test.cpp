@@ -121,6 +121,9 @@ enum class fault {
     // (unless the write is bound to our node's session); then (or not) close(), whose delete too.
     resent_after_expiry,
     resent_then_close,
+    // A create: the session expires before it is applied, the session layer sends it again on
+    // the next session, where it lands; close() comes before the machine hears of the new session.
+    create_lands_on_next_then_close,
 };
 
 const char* name(fault f) {
@@ -142,6 +145,7 @@ const char* name(fault f) {
         case fault::replaced_then_close: return "replaced by a rival's node, then closed";
         case fault::resent_after_expiry: return "a write resent after an unnoticed expiry";
         case fault::resent_then_close: return "a write and a delete resent after an unnoticed expiry";
+        case fault::create_lands_on_next_then_close: return "a create resent on the next session, then closed";
     }
     return "?";
 }
@@ -237,6 +241,17 @@ struct run {
             }
             default: break;
         }
+        if (now == fault::create_lands_on_next_then_close) {
+            // The session layer never resends a sequential create (it could make a second node).
+            auto* c = std::get_if<node_step::create>(&req);
+            if (c && !is_sequential(c->mode)) {
+                m.expire();  // applied on the next session, below; close() as its answer comes
+                now = fault::close_in_flight;
+                landed_on_next = true;
+            } else {
+                now = fault::none;
+            }
+        }
         if (now == fault::close_on_resend) now = fault::close_in_flight;  // applied; its answer below
         const bool resent = faulted && fault_at == sent && f == fault::close_on_resend &&
                             std::holds_alternative<node_step::create>(req);
@@ -258,8 +273,9 @@ struct run {
                     std::string made;
                     error_code applied = apply ? m.create(r.path, r.data, r.mode, made, s) : error_code{};
                     after(now);
-                    if (resent && !applied) return fsm.created(m.session, make_error_code(errc::node_exists), "");
-                    return fsm.created(m.session, lost(applied), made);
+                    if (resent && !applied) return fsm.created(m.session, make_error_code(errc::node_exists), "", 0);
+                    error_code got = lost(applied);
+                    return fsm.created(m.session, got, made, !got && m.has(made) ? m.nodes[made].owner : 0);
                 } else if constexpr (std::is_same_v<T, node_step::make_parents>) {
                     if (apply) {
                         std::string p;
@@ -453,6 +469,7 @@ struct run {
     bool replaced = false;  // the replaced_by_rival fault found a node of ours to replace
     bool resend_at_rest = false;
     bool resent = false;    // the resent_* faults found a node of ours
+    bool landed_on_next = false;  // create_lands_on_next_then_close hit a create
     std::vector<persistent_node_fsm::request> pending;
 };
 
@@ -493,7 +510,7 @@ TEST_CASE("persistent node machine: a fault at any request leaves exactly its no
                             fault::changed_by_someone, fault::new_data,         fault::close_in_flight,
                             fault::close_reply_lost,   fault::close_on_resend,  fault::close_before_retry,
                             fault::replaced_by_rival,  fault::replaced_then_close, fault::resent_after_expiry,
-                            fault::resent_then_close};
+                            fault::resent_then_close,  fault::create_lands_on_next_then_close};
     const create_mode modes[] = {create_mode::persistent, create_mode::ephemeral, create_mode::persistent_sequential,
                                  create_mode::ephemeral_sequential};
     std::map<fault, int> injected;  // runs where the fault did happen: none of them is vacuous
@@ -513,7 +530,9 @@ TEST_CASE("persistent node machine: a fault at any request leaves exactly its no
                         check_rest(r, mode, from == start::node_of_no_session && !protection && !is_sequential(mode));
                         bool replaces = f == fault::replaced_by_rival || f == fault::replaced_then_close;
                         bool resends = f == fault::resent_after_expiry || f == fault::resent_then_close;
-                        if (r.faulted && (!replaces || r.replaced) && (!resends || r.resent)) ++injected[f];
+                        bool lands = f == fault::create_lands_on_next_then_close;
+                        if (r.faulted && (!replaces || r.replaced) && (!resends || r.resent) && (!lands || r.landed_on_next))
+                            ++injected[f];
                     }
                 }
     for (auto f : faults) {
