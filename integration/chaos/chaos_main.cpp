@@ -246,6 +246,9 @@ struct worker {
     bool latch_checked = false;    // it said "latch ok": every round's count exact, each released
     bool metrics_checked = false;  // it said "metrics ok": its observer counted every hold, once
     std::vector<std::string> errors;  // "error ..." lines: exceptions and broken promises it saw
+    // Its double-barrier lines: (kind "enter" / "in" / "out", slot) -> monotonic ns.
+    std::map<std::pair<std::string, long long>, long long> barrier;
+    std::vector<long long> ids;  // every id it was handed, in order
     bool killed = false;
     std::atomic<bool> done{false};
 };
@@ -313,7 +316,8 @@ int main(int argc, char** argv) {
         }
         std::ostringstream command;
         command << "exec " << ZKR_CHAOS_WORKER_BIN << " " << w->id << " " << connect << " " << session_ms << " "
-                << threads << " " << the_fence.port() << " " << seed + static_cast<std::uint64_t>(w->id);
+                << threads << " " << the_fence.port() << " " << seed + static_cast<std::uint64_t>(w->id) << " "
+                << worker_count;
         w->process = std::make_unique<zkr::test::child_process>(command.str());
         auto ready = w->process->read_line(60s);
         if (!ready || *ready != "ready") throw std::runtime_error("a worker did not start");
@@ -325,6 +329,17 @@ int main(int argc, char** argv) {
                 else if (line->rfind("rss ", 0) == 0) raw->rss.emplace_back(now_ns(), std::stol(line->substr(4)));
                 else if (line->rfind("stats ", 0) == 0) raw->stats = *line;
                 else if (line->rfind("cache ok", 0) == 0) raw->cache_checked = true;
+                else if (line->rfind("ids ", 0) == 0) {
+                    std::istringstream in(line->substr(4));
+                    for (long long id; in >> id;) raw->ids.push_back(id);
+                }
+                else if (line->rfind("barrier ", 0) == 0) {
+                    std::istringstream in(line->substr(8));
+                    std::string kind;
+                    long long slot = 0, at = 0;
+                    if (in >> kind >> slot >> at) raw->barrier[{kind, slot}] = at;
+                    else raw->errors.push_back("error a barrier line the driver cannot read: " + *line);
+                }
                 else if (line->rfind("counter ok", 0) == 0 || line->rfind("metrics ok", 0) == 0 ||
                          line->rfind("latch ok", 0) == 0) {
                     (line->rfind("counter ok", 0) == 0  ? raw->counter_checked
@@ -493,6 +508,45 @@ int main(int argc, char** argv) {
         }
     }
 
+    // The double barrier: nobody in before every member had entered. A round some worker passed
+    // at T needs `worker_count` workers that said "enter" for its slot before T (the killed ones'
+    // lines count: their nodes stood until their sessions ended).
+    long barrier_rounds_passed = 0, barrier_early = 0;
+    {
+        std::map<long long, long long> first_in;               // slot -> earliest "in"
+        std::map<long long, std::vector<long long>> entries;   // slot -> every "enter"
+        for (auto& w : workers) {
+            for (auto& [key, at] : w->barrier) {
+                if (key.first == "enter") entries[key.second].push_back(at);
+                if (key.first == "in" && (!first_in.count(key.second) || at < first_in[key.second])) first_in[key.second] = at;
+            }
+        }
+        for (auto& [slot, at] : first_in) {
+            ++barrier_rounds_passed;
+            long before = std::count_if(entries[slot].begin(), entries[slot].end(), [&](long long e) { return e <= at; });
+            if (before < worker_count) {
+                ++barrier_early;
+                std::fprintf(stderr, "double barrier round %lld: a worker was in with %ld of %d entered\n", slot, before, worker_count);
+            }
+        }
+    }
+
+    // Ids: unique across every worker (the killed ones too), and increasing in each.
+    std::size_t ids_drawn = 0;
+    long ids_reused = 0, ids_out_of_order = 0;
+    {
+        std::set<long long> seen;
+        for (auto& w : workers) {
+            for (std::size_t i = 0; i < w->ids.size(); ++i) {
+                if (!seen.insert(w->ids[i]).second) ++ids_reused;
+                if (i > 0 && w->ids[i] <= w->ids[i - 1]) ++ids_out_of_order;
+            }
+            ids_drawn += w->ids.size();
+        }
+        if (ids_reused || ids_out_of_order)
+            std::fprintf(stderr, "ids: %ld handed out twice, %ld not above the one before\n", ids_reused, ids_out_of_order);
+    }
+
     // Timed calls past their deadline + 1 s, not counting time their process was frozen.
     long overruns = 0;
     for (auto& w : workers) {
@@ -563,6 +617,10 @@ int main(int argc, char** argv) {
     report << "- lock nodes and registrations left once sessions ended: " << nodes_left << "\n";
     report << "- tree caches equal to the server's tree at the end (with the worker's registration on its session and its TTL node renewed): "
            << caches_checked << "\n";
+    report << "- ids drawn: " << ids_drawn << "; handed out twice: " << ids_reused << "; not above the worker's one before: "
+           << ids_out_of_order << "\n";
+    report << "- double-barrier rounds some worker passed: " << barrier_rounds_passed
+           << "; of them, passed before every member had entered: " << barrier_early << "\n";
     report << "- errors the workers saw (exceptions from zkr, state() held past valid_until()): " << worker_errors << "\n";
     report << "- faults that could not be injected: " << injection_failures << "\n";
     report << "- checks that could not be made: " << check_errors << "\n";
@@ -576,6 +634,7 @@ int main(int argc, char** argv) {
 
     bool ok = total.refused_while_held == 0 && total.overlaps == 0 && overruns == 0 && hung == 0 && failed_exits == 0 &&
               nodes_left == 0 && (memory_flat || !memory_judged) && worker_errors == 0 && injection_failures == 0 && check_errors == 0 && total.holds > 0 &&
+              barrier_early == 0 && ids_reused == 0 && ids_out_of_order == 0 && ids_drawn > 0 &&
               total.faults > 0;
     std::cout << (ok ? "PASS" : "FAIL") << " (seed " << seed << "; replay: zkr_chaos --seed " << seed << " --duration "
               << duration_s << " --workers " << worker_count << " --threads " << threads << " --session-ms " << session_ms

@@ -10,9 +10,11 @@
 // against the increments it was told were applied ("counter ok", or an error line: one applied
 // twice, or one reported applied and missing), and its zkr::metrics (the client's observer)
 // against the holds it made ("metrics ok": every hold counted once as acquired and once as
-// ended, nothing left held or waiting, no event dropped).
+// ended, nothing left held or waiting, no event dropped). And one thread meets the other workers at
+// a double barrier every 5 s (barrier_rounds: "barrier enter/in/out" lines the driver checks), and
+// one draws ids from a shared id_generator path ("ids ..." lines: the driver checks them unique).
 //
-// Usage: zkr_chaos_worker ID CONNECT SESSION_MS THREADS FENCE_PORT SEED
+// Usage: zkr_chaos_worker ID CONNECT SESSION_MS THREADS FENCE_PORT SEED MEMBERS
 //
 // To the fence, one line per message, answered "OK" or "NO":
 //   E|W|P|X RESOURCE KIND TOKEN VALID_UNTIL_NS WORKER THREAD
@@ -29,6 +31,8 @@
 #include "zkr/atomic.hpp"
 #include "zkr/client.hpp"
 #include "zkr/count_down_latch.hpp"
+#include "zkr/double_barrier.hpp"
+#include "zkr/id_generator.hpp"
 #include "zkr/log.hpp"
 #include "zkr/metrics.hpp"
 #include "zkr/mutex.hpp"
@@ -399,6 +403,65 @@ void count_down_rounds(zkr::client& c, int id, std::atomic<bool>& stop, latch_ta
     }
 }
 
+// The double barrier across the workers: one round per 5 s slot of the wall clock (which every
+// worker shares, the ones that join after a kill too), at /chaos-barriers/s<SLOT> for as many
+// members as the soak has workers. At its slot's start each worker says "barrier enter SLOT NS"
+// and enters for up to 3 s; "barrier in SLOT NS" once it passed, then it leaves for up to 1.5 s
+// ("barrier out SLOT NS" once everyone had left). NS is the monotonic clock, which the driver
+// shares: it checks that no worker was in before every member had said "enter" (nobody through
+// early: CURATOR-318, GH-1290). A fault makes a round time out or fail; that is no error.
+void barrier_rounds(zkr::client& c, int members, std::atomic<bool>& stop, std::atomic<long>& passed) {
+    constexpr long long slot_ms = 5000;
+    while (!stop) {
+        auto wall_ms = [] {
+            return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+                .count();
+        };
+        const long long slot = wall_ms() / slot_ms + 1;
+        while (!stop && wall_ms() < slot * slot_ms) std::this_thread::sleep_for(20ms);  // the slot's start
+        if (stop) return;
+        const std::string name = std::to_string(slot);
+        try {
+            zkr::double_barrier round(c, "/chaos-barriers/s" + name, members);
+            say("barrier enter " + name + " " + std::to_string(ns(clock_type::now())));
+            if (!round.enter_for(3s)) continue;
+            say("barrier in " + name + " " + std::to_string(ns(clock_type::now())));
+            ++passed;
+            if (round.leave_for(1500ms)) say("barrier out " + name + " " + std::to_string(ns(clock_type::now())));
+        } catch (const zkr::system_error& e) {
+            if (e.code() == zkr::errc::client_closed) return;
+        }
+    }
+}
+
+// Ids drawn from /chaos-ids by every worker, in blocks of 20 (a reservation every 100 ms or so,
+// under the faults): each id it was handed goes to the driver ("ids ID ID ..." lines of up to 40),
+// which checks them unique across every worker, the killed ones too, and increasing in each. A
+// call that threw leaves the generator and takes a new one (an unused block is skipped for good).
+void draw_ids(zkr::client& c, std::atomic<bool>& stop) {
+    std::string line;
+    int in_line = 0;
+    auto flush = [&] {
+        if (in_line > 0) say("ids" + line);
+        line.clear();
+        in_line = 0;
+    };
+    while (!stop) {
+        try {
+            zkr::id_generator ids(c, "/chaos-ids", 20);
+            while (!stop) {
+                line += " " + std::to_string(ids.next());
+                if (++in_line == 40) flush();
+                std::this_thread::sleep_for(5ms);
+            }
+        } catch (const zkr::system_error& e) {
+            if (e.code() == zkr::errc::client_closed) break;
+            std::this_thread::sleep_for(100ms);
+        }
+    }
+    flush();
+}
+
 // Once every thread is done: the metrics say what the threads did, through every fault.
 void check_metrics(zkr::client& c, const zkr::metrics& metrics, long holds) {
     if (!c.flush_observer(std::chrono::seconds(10))) {
@@ -422,8 +485,8 @@ void check_metrics(zkr::client& c, const zkr::metrics& metrics, long holds) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc != 7) {
-        std::fprintf(stderr, "usage: %s ID CONNECT SESSION_MS THREADS FENCE_PORT SEED\n", argv[0]);
+    if (argc != 8) {
+        std::fprintf(stderr, "usage: %s ID CONNECT SESSION_MS THREADS FENCE_PORT SEED MEMBERS\n", argv[0]);
         return 2;
     }
     int id = std::atoi(argv[1]);
@@ -433,6 +496,7 @@ int main(int argc, char** argv) {
     int threads = std::atoi(argv[4]);
     int fence_port = std::atoi(argv[5]);
     std::uint64_t seed = std::strtoull(argv[6], nullptr, 10);
+    int members = std::atoi(argv[7]);  // the soak's workers: the double barrier's member count
 
     zkr::log::set_threshold(zkr::log::level::error);  // the driver's output stays readable
     auto metrics = std::make_shared<zkr::metrics>();
@@ -464,6 +528,9 @@ int main(int argc, char** argv) {
     for (int i = 0; i < 2; ++i) incrementers.emplace_back([&] { increment_counter(c, counter_path, stop, counted); });
     latch_tally latches;
     std::thread latch_rounds([&] { count_down_rounds(c, id, stop, latches); });
+    std::atomic<long> barrier_passes{0};
+    std::thread barrier_thread([&] { barrier_rounds(c, members, stop, barrier_passes); });
+    std::thread id_thread([&] { draw_ids(c, stop); });
     std::thread memory([&] {
         while (!stop) {
             say("rss " + std::to_string(rss_kb()));
@@ -478,6 +545,8 @@ int main(int argc, char** argv) {
     mutator.join();
     for (auto& t : incrementers) t.join();
     latch_rounds.join();
+    barrier_thread.join();
+    id_thread.join();
     memory.join();
     check_watch_recipes(c, cache, registration, alive);
     check_counter(c, counter_path, counted);
@@ -486,6 +555,6 @@ int main(int argc, char** argv) {
     check_metrics(c, *metrics, t.holds);
     say("stats holds=" + std::to_string(t.holds) + " writes=" + std::to_string(t.writes) +
         " refused=" + std::to_string(t.refused) + " probes=" + std::to_string(t.probes) +
-        " errors=" + std::to_string(t.errors));
+        " errors=" + std::to_string(t.errors) + " barrier_in=" + std::to_string(barrier_passes.load()));
     return 0;
 }
