@@ -271,6 +271,7 @@ TEST_CASE("persistent node: a write sent while its session expires unnoticed nev
     cut.let_back();
     REQUIRE(write.wait_for(30s) == std::future_status::ready);
     CHECK_NOTHROW(write.get());  // the node went with its session: made again with the new data
+    REQUIRE(cut.c.flush_observer(10s));  // the observer hears of requests on a thread of its own
     CHECK(cut.seen->results_of(zkr::operation::set_data) == std::vector<zkr::error_code>{zkr::errc::session_expired});
     CHECK(data_of(other, path) == "theirs");
     node.close();
@@ -299,6 +300,7 @@ TEST_CASE("guaranteed delete: a delete sent while its session expires unnoticed 
     auto result = deleted->get_future();
     REQUIRE(result.wait_for(30s) == std::future_status::ready);
     CHECK(result.get() == zkr::errc::lock_lost);  // gone with its session, says the delete
+    REQUIRE(cut.c.flush_observer(10s));  // the observer hears of requests on a thread of its own
     CHECK(cut.seen->results_of(zkr::operation::remove) == std::vector<zkr::error_code>{zkr::errc::session_expired});
     CHECK(owner_of(other, path) == other.session_id());
     CHECK(data_of(other, path) == "theirs");
