@@ -368,6 +368,82 @@ TEST_CASE("double barrier: zkr and kazoo members enter and leave one barrier tog
     CHECK(members(observer, path).empty());
 }
 
+TEST_CASE("double barrier: a member that comes while a round is in passes at once in Curator's layout, and waits for a group of its own when reusable",
+          "[double_barrier]") {
+    const bool reusable = GENERATE(false, true);
+    INFO((reusable ? "reusable" : "Curator's layout"));
+    std::string connect = test_connect_string(), path = unique_path("dbarrier-late");
+    zkr::client a(test_options(connect)), b(test_options(connect)), c(test_options(connect));
+    zkr::double_barrier_options options;
+    options.reusable = reusable;
+    zkr::double_barrier ma(a, path, 2, options), mb(b, path, 2, options), mc(c, path, 2, options);
+    auto in_a = std::async(std::launch::async, [&] { return ma.enter_for(20s); });
+    CHECK(mb.enter_for(20s));
+    CHECK(in_a.get());
+    // a and b are in; c comes before they leave.
+    if (!reusable) {
+        CHECK(mc.enter_for(500ms));  // counted in their round ("ready" is there): through, alone
+        auto out_a = std::async(std::launch::async, [&] { return ma.leave_for(20s); });
+        auto out_c = std::async(std::launch::async, [&] { return mc.leave_for(20s); });
+        CHECK(mb.leave_for(20s));
+        CHECK(out_a.get());
+        CHECK(out_c.get());
+        return;
+    }
+    CHECK(ma.node_path() == path + "/round-0/" + std::string(zkr::node_name(ma.node_path())));
+    CHECK_FALSE(mc.enter_for(500ms));  // round 0 closed: c waits in round 1, alone, and gives up
+    CHECK(members(a, path + "/round-1").empty());  // its node deleted before it returned
+    // a and b leave round 0; a and c meet in round 1 (b's node in round 0 is not waited for by them).
+    auto out_a = std::async(std::launch::async, [&] { return ma.leave_for(20s); });
+    CHECK(mb.leave_for(20s));
+    CHECK(out_a.get());
+    auto in_c = std::async(std::launch::async, [&] { return mc.enter_for(20s); });
+    CHECK(ma.enter_for(20s));
+    CHECK(in_c.get());
+    CHECK(mc.node_path() == path + "/round-1/" + std::string(zkr::node_name(mc.node_path())));
+    out_a = std::async(std::launch::async, [&] { return ma.leave_for(20s); });
+    CHECK(mc.leave_for(20s));
+    CHECK(out_a.get());
+    CHECK(a.exists(path).stat.version == 2);  // two rounds closed, once each
+}
+
+TEST_CASE("double barrier: reusable, three members meet round after round on one path, nobody in before all entered nor out before all left",
+          "[double_barrier]") {
+    std::string connect = test_connect_string(), path = unique_path("dbarrier-rounds");
+    constexpr int n = 3, rounds = 15;
+    // Counted before each call: a member through round r's enter (or leave) must find all n counted.
+    std::array<std::atomic<int>, rounds> arrived{}, leaving{};
+    std::vector<std::future<std::vector<std::string>>> members_done;  // what each member saw wrong
+    for (int i = 0; i < n; ++i) {
+        members_done.push_back(std::async(std::launch::async, [&, i] {
+            std::vector<std::string> wrong;
+            zkr::client c(test_options(connect));
+            zkr::double_barrier member(c, path, n, zkr::double_barrier_options{true});
+            for (int r = 0; r < rounds; ++r) {
+                ++arrived[r];
+                if (!member.enter_for(20s)) wrong.push_back("member " + std::to_string(i) + ": round " + std::to_string(r) + " enter timed out");
+                if (int a = arrived[r].load(); a != n)
+                    wrong.push_back("member " + std::to_string(i) + ": in round " + std::to_string(r) + " with " + std::to_string(a) + " arrived");
+                if (member.node_path() != path + "/round-" + std::to_string(r) + "/" + std::string(zkr::node_name(member.node_path())))
+                    wrong.push_back("member " + std::to_string(i) + ": round " + std::to_string(r) + " entered at " + member.node_path());
+                ++leaving[r];
+                if (!member.leave_for(20s)) wrong.push_back("member " + std::to_string(i) + ": round " + std::to_string(r) + " leave timed out");
+                if (int l = leaving[r].load(); l != n)
+                    wrong.push_back("member " + std::to_string(i) + ": out of round " + std::to_string(r) + " with " + std::to_string(l) + " leaving");
+            }
+            return wrong;
+        }));
+    }
+    for (auto& m : members_done) {
+        auto wrong = m.get();
+        for (auto& w : wrong) FAIL_CHECK(w);
+    }
+    zkr::client observer(test_options(connect));
+    CHECK(observer.exists(path).stat.version == rounds);  // each round closed exactly once
+    // Nothing left but empty round containers (reaped by the server) : no member, no "ready".
+    for (auto& round : observer.get_children(path).children) CHECK(observer.get_children(path + "/" + round).children.empty());
+}
+
 // ---------------------------------------------------------------- count-down latch
 
 TEST_CASE("count-down latch: set once, counted down by many, awaited by many", "[count_down_latch]") {

@@ -29,6 +29,19 @@ ZKR_EXPORT void start_barrier_call(const std::shared_ptr<barrier_member>& m, boo
 ZKR_EXPORT boost::asio::any_io_executor barrier_executor(const std::shared_ptr<barrier_member>& m);
 }  // namespace detail
 
+/// How a double barrier lays out its rounds.
+struct double_barrier_options {
+    /// false (the default): Curator's layout, one round at a time on the path — a member that
+    /// enters again before every member of the last round has left counts in that round (and
+    /// passes at once), as with Curator and kazoo. true: zkr's own layout for a path used round
+    /// after round — round V's members are under "<path>/round-<V>" (V: the path's data version,
+    /// moved by the member that closes a round); a member joins only a round still open (a multi
+    /// checks the version), so one back from leaving round V waits in round V+1 for a group of
+    /// its own. Curator and kazoo members cannot join a reusable barrier; every member of one
+    /// path must use the same layout; nothing else may write the path's data.
+    bool reusable = false;
+};
+
 /// A double barrier at `path` for `member_count` members (Curator's layout: each member an
 /// ephemeral node "<uuid>" under `path`, which is made as a container; a persistent "ready"
 /// node once enough have entered). enter_for() returns true once `member_count` members are in
@@ -46,7 +59,8 @@ ZKR_EXPORT boost::asio::any_io_executor barrier_executor(const std::shared_ptr<b
 ///   lists does; a member whose session expires while it waits enters again on its new one;
 /// - the watches of a timed-out wait are removed.
 ///
-/// One object is one member: enter, then leave. Thread-safe (blocking calls are serialised);
+/// One object is one member: enter, then leave (and, reusable, enter and leave again round after
+/// round). Thread-safe (blocking calls are serialised);
 /// they block the calling thread, never the client's.
 ///
 /// Async forms: async_enter, async_enter_for, async_leave, async_leave_for. One state machine
@@ -63,6 +77,8 @@ public:
     /// Throws std::invalid_argument for a bad path or a `member_count` below 1, naming it;
     /// zkr::system_error(client_closed) for a closed client. Sends nothing.
     double_barrier(client& c, std::string path, int member_count);
+    /// The same, with `options` (double_barrier_options::reusable).
+    double_barrier(client& c, std::string path, int member_count, double_barrier_options options);
     /// Deletes this member's node if it is still there (without waiting for the answer).
     ~double_barrier();
     double_barrier(const double_barrier&) = delete;
@@ -109,7 +125,8 @@ public:
 
     /// The barrier's path.
     const std::string& path() const noexcept;
-    /// This member's node ("<path>/<uuid>").
+    /// This member's node ("<path>/<uuid>"). Reusable: "<path>/round-<V>/<uuid>" of the round
+    /// it last entered, empty before its first; read it between calls.
     const std::string& node_path() const noexcept;
     /// How many members it waits for.
     int member_count() const noexcept;

@@ -32,18 +32,27 @@ namespace asio = boost::asio;
 struct barrier_member {
     std::weak_ptr<session_port> port;
     asio::any_io_executor executor;
-    std::string path, name, node;
+    std::string path, name;
     int member_count = 0;
+    bool reusable = false;
 
     std::mutex mutex;  // a leaf
+    std::string node;   // this member's node; reusable: in the round last entered (empty before)
+    std::string round;  // reusable: the round last entered, for the leave
     bool entered = false;
     bool busy = false;      // a call runs
     bool orphaned = false;  // the object is gone: a call that enters deletes its node at once
 
     void delete_node() {
+        std::string ours;
+        {
+            std::lock_guard lock(mutex);
+            ours = node;
+        }
+        if (ours.empty()) return;
         if (auto p = port.lock(); p && !p->closed()) {
             try {
-                cleanup_service::of(*p)->guaranteed_delete(node);
+                cleanup_service::of(*p)->guaranteed_delete(ours);
             } catch (const zkr::system_error&) {
                 // closed meanwhile: the session, and our ephemeral node with it, is gone
             }
@@ -63,16 +72,17 @@ class barrier_call : public std::enable_shared_from_this<barrier_call> {
 public:
     using answer_fn = std::function<void(error_code, const std::string& what, bool passed)>;
 
-    barrier_call(std::shared_ptr<barrier_member> m, bool leaving, bool once, answer_fn answer)
+    // `round`: the reusable mode's round a leave is in.
+    barrier_call(std::shared_ptr<barrier_member> m, bool leaving, bool once, std::string round, answer_fn answer)
         : member_(std::move(m)),
-          machine_(member_->path, member_->name, member_->member_count, leaving, once),
+          machine_(member_->path, member_->name, member_->member_count, leaving, once, member_->reusable, std::move(round)),
           leaving_(leaving),
           answer_(std::move(answer)) {}
 
     void start(std::optional<std::chrono::steady_clock::time_point> deadline) {
         auto port = member_->port.lock();
         if (!port || port->closed()) return finish(barrier_step::done{false, make_error_code(errc::client_closed),
-                                                                       "zkr::double_barrier " + quoted_path(member_->path), {}});
+                                                                       "zkr::double_barrier " + quoted_path(member_->path), {}, {}});
         threads_ = port->threads();
         double_barrier_fsm::request first;
         {
@@ -195,6 +205,31 @@ private:
                                                        reply.exists = r.exists;
                                                        self->on_reply(seq, std::move(reply));
                                                    })));
+                } else if constexpr (std::is_same_v<S, barrier_step::read_round>) {
+                    port->exists(s.path, false, completion<exists_result>(completion<exists_result>::inline_fn(
+                                                    [self, seq](error_code ec, exists_result r) {
+                                                        auto reply = reply_error(ec);
+                                                        reply.exists = r.exists;
+                                                        reply.version = r.stat.version;
+                                                        self->on_reply(seq, std::move(reply));
+                                                    })));
+                } else if constexpr (std::is_same_v<S, barrier_step::join>) {
+                    std::vector<multi_op> ops{op::check{s.path, s.version}, op::create{s.node, "", create_mode::ephemeral}};
+                    port->multi(std::move(ops), completion<std::vector<multi_op_result>>(
+                                                    completion<std::vector<multi_op_result>>::inline_fn(
+                                                        [self, seq](error_code ec, std::vector<multi_op_result>) {
+                                                            self->on_reply(seq, reply_error(ec));
+                                                        })));
+                } else if constexpr (std::is_same_v<S, barrier_step::close_round>) {
+                    std::vector<multi_op> ops;
+                    for (const auto& m : s.members) ops.push_back(op::check{m, any_version});
+                    ops.push_back(op::create{s.ready, "", create_mode::persistent});
+                    ops.push_back(op::set_data{s.path, s.data, s.version});
+                    port->multi(std::move(ops), completion<std::vector<multi_op_result>>(
+                                                    completion<std::vector<multi_op_result>>::inline_fn(
+                                                        [self, seq](error_code ec, std::vector<multi_op_result>) {
+                                                            self->on_reply(seq, reply_error(ec));
+                                                        })));
                 } else if constexpr (std::is_same_v<S, barrier_step::wait>) {
                     std::shared_ptr<watch_state> ws;
                     {
@@ -256,6 +291,10 @@ private:
             std::lock_guard lock(member_->mutex);
             member_->busy = false;
             member_->entered = !leaving_ && d.passed && !d.error;
+            if (member_->entered && member_->reusable) {
+                member_->round = d.round;
+                member_->node = join_path(d.round, member_->name);
+            }
             orphan_in = member_->entered && member_->orphaned;
         }
         if (orphan_in) member_->delete_node();  // its object went while it entered: nobody would leave
@@ -277,16 +316,17 @@ private:
 // Claims the member for one call: an error when one runs, or when it is (not) in already.
 error_code claim(barrier_member& m, bool leaving, std::string& what) {
     std::lock_guard lock(m.mutex);
+    std::string who = m.node.empty() ? "member " + m.name + " of " + quoted_path(m.path) : quoted_path(m.node);
     if (m.busy) {
         what = "a call of this member is still running";
         return make_error_code(errc::bad_arguments);
     }
     if (!leaving && m.entered) {
-        what = quoted_path(m.node) + " has entered already";
+        what = who + " has entered already";
         return make_error_code(errc::bad_arguments);
     }
     if (leaving && !m.entered) {
-        what = quoted_path(m.node) + " has not entered";
+        what = who + " has not entered";
         return make_error_code(errc::bad_arguments);
     }
     m.busy = true;
@@ -308,7 +348,12 @@ void start_call(const std::shared_ptr<barrier_member>& m, bool leaving, std::opt
             deadline = blocking::deadline_after(*timeout);
         }
     }
-    auto call = std::make_shared<barrier_call>(m, leaving, once, std::move(answer));
+    std::string round;
+    {
+        std::lock_guard lock(m->mutex);
+        round = m->round;
+    }
+    auto call = std::make_shared<barrier_call>(m, leaving, once, std::move(round), std::move(answer));
     if (slot.is_connected()) {
         slot.assign([weak = std::weak_ptr<barrier_call>(call)](asio::cancellation_type) {
             if (auto c = weak.lock()) c->give_up(make_error_code(errc::cancelled));
@@ -334,7 +379,10 @@ asio::any_io_executor barrier_executor(const std::shared_ptr<barrier_member>& m)
 
 namespace zkr {
 
-double_barrier::double_barrier(client& c, std::string path, int member_count) {
+double_barrier::double_barrier(client& c, std::string path, int member_count)
+    : double_barrier(c, std::move(path), member_count, double_barrier_options{}) {}
+
+double_barrier::double_barrier(client& c, std::string path, int member_count, double_barrier_options options) {
     detail::check_recipe_path(c, path, "zkr::double_barrier", "barrier path");
     if (member_count < 1)
         throw std::invalid_argument("zkr::double_barrier: member_count must be at least 1 (it is " +
@@ -346,8 +394,9 @@ double_barrier::double_barrier(client& c, std::string path, int member_count) {
     member_->executor = p->executor();
     member_->path = std::move(path);
     member_->name = detail::blocking::member_uuid();
-    member_->node = join_path(member_->path, member_->name);
     member_->member_count = member_count;
+    member_->reusable = options.reusable;
+    if (!options.reusable) member_->node = join_path(member_->path, member_->name);
 }
 
 double_barrier::~double_barrier() {

@@ -16,20 +16,43 @@ std::vector<std::string> members_of(std::vector<std::string> children) {
 }
 }  // namespace
 
-double_barrier_fsm::double_barrier_fsm(std::string path, std::string name, int member_count, bool leaving, bool once)
+double_barrier_fsm::double_barrier_fsm(std::string path, std::string name, int member_count, bool leaving, bool once,
+                                       bool reusable, std::string round)
     : path_(std::move(path)),
       name_(std::move(name)),
-      node_(join_path(path_, name_)),
-      ready_(join_path(path_, ready_name)),
       member_count_(member_count),
       leaving_(leaving),
       once_(once),
-      own_(leaving) {}
+      reusable_(reusable),
+      own_(leaving) {
+    set_dir(reusable_ && leaving_ ? std::move(round) : path_);
+}
+
+void double_barrier_fsm::set_dir(std::string dir) {
+    dir_ = std::move(dir);
+    node_ = join_path(dir_, name_);
+    ready_ = join_path(dir_, ready_name);
+}
 
 double_barrier_fsm::request double_barrier_fsm::start() {
     if (leaving_) return list_again();
     phase_ = phase::making_parents;
     return barrier_step::make_parents{path_};
+}
+
+double_barrier_fsm::request double_barrier_fsm::enter_round(std::int32_t version) {
+    version_ = version;
+    joined_ = false;
+    own_ = false;
+    set_dir(join_path(path_, "round-" + std::to_string(version)));
+    phase_ = phase::making_round;
+    return barrier_step::create{dir_, create_mode::container};
+}
+
+double_barrier_fsm::request double_barrier_fsm::join_round() {
+    phase_ = phase::joining;
+    own_ = true;  // from here on, a give-up deletes it
+    return barrier_step::join{path_, version_, node_};
 }
 
 double_barrier_fsm::request double_barrier_fsm::make_own() {
@@ -40,12 +63,12 @@ double_barrier_fsm::request double_barrier_fsm::make_own() {
 
 double_barrier_fsm::request double_barrier_fsm::list_again() {
     phase_ = phase::listing;
-    return barrier_step::list{path_, !leaving_};
+    return barrier_step::list{dir_, !leaving_};
 }
 
 double_barrier_fsm::request double_barrier_fsm::finish(bool passed, std::string delete_after) {
     phase_ = phase::finished;
-    return barrier_step::done{passed, {}, {}, std::move(delete_after)};
+    return barrier_step::done{passed, {}, {}, std::move(delete_after), reusable_ && passed && !leaving_ ? dir_ : std::string()};
 }
 
 double_barrier_fsm::request double_barrier_fsm::answer_after_own_delete(barrier_step::done d) {
@@ -59,7 +82,7 @@ double_barrier_fsm::request double_barrier_fsm::answer_after_own_delete(barrier_
 
 double_barrier_fsm::request double_barrier_fsm::fail(error_code ec, std::string what) {
     const char* call = leaving_ ? "zkr::double_barrier::leave_for: " : "zkr::double_barrier::enter_for: ";
-    return answer_after_own_delete(barrier_step::done{false, ec, call + what, {}});
+    return answer_after_own_delete(barrier_step::done{false, ec, call + what, {}, {}});
 }
 
 bool double_barrier_fsm::may_give_up_now() const noexcept {
@@ -69,7 +92,7 @@ bool double_barrier_fsm::may_give_up_now() const noexcept {
     // bound it, while it watches or waits: its own delete and the listings that end it go on,
     // so the last one out always deletes "ready".
     if (leaving_) return phase_ == phase::watching || phase_ == phase::waiting;
-    return phase_ != phase::idle && phase_ != phase::creating_own && phase_ != phase::making_ready;
+    return phase_ != phase::idle && phase_ != phase::creating_own && phase_ != phase::joining && phase_ != phase::making_ready;
 }
 
 std::optional<double_barrier_fsm::request> double_barrier_fsm::abandon(error_code reason) {
@@ -87,6 +110,7 @@ double_barrier_fsm::request double_barrier_fsm::on(const barrier_reply& r) {
     if (deferred_ && !pending_ && !std::holds_alternative<barrier_step::done>(next)) {
         bool safe = leaving_ ? std::holds_alternative<barrier_step::watch_node>(next) || std::holds_alternative<barrier_step::wait>(next)
                              : phase_ != phase::making_ready;  // the group is complete: we make "ready" and pass
+        // (a join or create about to be sent is not sent: giving up there is safe)
         if (safe) return give_up(*deferred_);
     }
     return next;
@@ -94,12 +118,24 @@ double_barrier_fsm::request double_barrier_fsm::on(const barrier_reply& r) {
 
 double_barrier_fsm::request double_barrier_fsm::give_up(error_code reason) {
     // A deadline is no error: the call answers passed == false.
-    return answer_after_own_delete(barrier_step::done{false, reason == errc::timed_out ? error_code{} : reason, {}, {}});
+    return answer_after_own_delete(barrier_step::done{false, reason == errc::timed_out ? error_code{} : reason, {}, {}, {}});
 }
 
 double_barrier_fsm::request double_barrier_fsm::evaluate_enter(const std::vector<std::string>& children) {
     bool ready = std::find(children.begin(), children.end(), ready_name) != children.end();
     bool ours = std::find(children.begin(), children.end(), name_) != children.end();
+    if (reusable_) {
+        if (ours) joined_ = true;
+        else own_ = false;
+        // In this round and it closed: through (our node may have gone with an expired session
+        // after the group was complete). Never joined: the round closed before us, the next one.
+        if (!ours && ready && joined_) return finish(true);
+        if (!ours && !joined_) {
+            phase_ = phase::reading_round;
+            return barrier_step::read_round{path_};
+        }
+        if (!ours) return join_round();  // our session expired while we waited: again, if still open
+    }
     if (!ours) {
         // Our session expired while we waited, and our node with it: enter again on the new one
         // (nobody passes on our old node, and we do not pass without one).
@@ -108,6 +144,16 @@ double_barrier_fsm::request double_barrier_fsm::evaluate_enter(const std::vector
     if (ready) return finish(true);
     if (static_cast<int>(members_of(children).size()) >= member_count_) {
         phase_ = phase::making_ready;
+        if (reusable_) {
+            // Closed only while the group is there: ours and enough others, checked in the same
+            // transaction (a node gone since the listing fails it, and we look again).
+            std::vector<std::string> group{node_};
+            for (const auto& m : members_of(children)) {
+                if (static_cast<int>(group.size()) >= member_count_) break;
+                if (m != name_) group.push_back(join_path(dir_, m));
+            }
+            return barrier_step::close_round{std::move(group), ready_, path_, version_, std::to_string(version_ + 1)};
+        }
         return barrier_step::create{ready_, create_mode::persistent};
     }
     if (once_) return give_up(make_error_code(errc::timed_out));  // a zero timeout lists once
@@ -130,14 +176,48 @@ double_barrier_fsm::request double_barrier_fsm::evaluate_leave(const std::vector
     }
     // The lowest waits for the highest to go; everyone else for the lowest.
     phase_ = phase::watching;
-    return barrier_step::watch_node{join_path(path_, ours == members.begin() ? members.back() : members.front())};
+    return barrier_step::watch_node{join_path(dir_, ours == members.begin() ? members.back() : members.front())};
 }
 
 double_barrier_fsm::request double_barrier_fsm::on_phase(const barrier_reply& r) {
     switch (phase_) {
     case phase::making_parents:
         if (r.error) return fail(r.error, "creating " + quoted_path(path_));
+        if (reusable_) {
+            phase_ = phase::reading_round;
+            return barrier_step::read_round{path_};
+        }
         return make_own();
+    case phase::reading_round:
+        if (r.error) return fail(r.error, "reading " + quoted_path(path_));
+        if (!r.exists) {  // reaped (empty) since it was made: made again
+            phase_ = phase::making_parents;
+            return barrier_step::make_parents{path_};
+        }
+        return enter_round(r.version);
+    case phase::making_round:
+        if (r.error == errc::no_node) {  // the path was reaped meanwhile
+            phase_ = phase::making_parents;
+            return barrier_step::make_parents{path_};
+        }
+        if (r.error && r.error != errc::node_exists) return fail(r.error, "creating " + quoted_path(dir_));
+        return join_round();
+    case phase::joining:
+        if (r.error == errc::bad_version) {
+            // The round closed. In it already (a resent join whose first landed, or our node
+            // gone with its session after the round was complete): through. Else the next one.
+            if (joined_) return finish(true);
+            return list_again();  // our first join may have landed before its reply was lost
+        }
+        if (r.error == errc::no_node) {  // the round's node (or the path) was reaped meanwhile
+            own_ = false;
+            phase_ = phase::making_parents;
+            return barrier_step::make_parents{path_};
+        }
+        // node_exists: our join was resent after a lost reply (the uuid is ours alone).
+        if (r.error && r.error != errc::node_exists) return fail(r.error, "joining " + quoted_path(dir_));
+        joined_ = true;
+        return list_again();
     case phase::creating_own:
         if (r.error == errc::no_node && !parents_retried_) {  // the container was reaped meanwhile
             parents_retried_ = true;
@@ -160,16 +240,21 @@ double_barrier_fsm::request double_barrier_fsm::on_phase(const barrier_reply& r)
             own_ = false;
             return finish(true, ready_);  // the container went with its last member
         }
-        if (r.error) return fail(r.error, "listing " + quoted_path(path_));
+        if (r.error) return fail(r.error, "listing " + quoted_path(dir_));
         return leaving_ ? evaluate_leave(r.children) : evaluate_enter(r.children);
     case phase::making_ready:
-        if (r.error && r.error != errc::node_exists) return fail(r.error, "creating " + quoted_path(ready_));
+        // Reusable: no_node, a member of the group has gone since the listing (ours perhaps,
+        // with its session): look again. bad_version: the group's nodes were all there (checked
+        // first), but something else moved the path's version: the group was complete all the same.
+        if (reusable_ && r.error == errc::no_node) return list_again();
+        if (r.error && r.error != errc::node_exists && !(reusable_ && r.error == errc::bad_version))
+            return fail(r.error, "creating " + quoted_path(ready_));
         return finish(true);
     case phase::waiting:
-        if (r.error == errc::too_many_watches) return fail(r.error, "watching under " + quoted_path(path_));
+        if (r.error == errc::too_many_watches) return fail(r.error, "watching under " + quoted_path(dir_));
         return list_again();  // fired, or ended with its session: look again
     case phase::watching:
-        if (r.error) return fail(r.error, "reading the member it waits for under " + quoted_path(path_));
+        if (r.error) return fail(r.error, "reading the member it waits for under " + quoted_path(dir_));
         if (!r.exists) return list_again();
         phase_ = phase::waiting;
         return barrier_step::wait{};
@@ -186,7 +271,7 @@ double_barrier_fsm::request double_barrier_fsm::on_phase(const barrier_reply& r)
     case phase::finished: break;
     }
     phase_ = phase::finished;
-    return barrier_step::done{false, make_error_code(errc::runtime_inconsistency), "a reply in no step (a bug of zkr's)", {}};
+    return barrier_step::done{false, make_error_code(errc::runtime_inconsistency), "a reply in no step (a bug of zkr's)", {}, {}};
 }
 
 }  // namespace zkr::detail

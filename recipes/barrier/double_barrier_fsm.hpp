@@ -7,6 +7,15 @@
 // event lets anyone through. The machine never does I/O: the driver (double_barrier.cpp) sends
 // what it asks for, keeps the watch of its last watched read for a `wait`, and drops that watch
 // whenever the machine asks for anything else.
+//
+// Reusable mode (zkr's own layout, no Curator or kazoo peer): the members of round V are under
+// "<path>/round-<V>", where V is the data version of <path> itself. An entrant reads V and makes
+// its node by a multi (check <path> at version V, create its node): it can only join a round
+// that is still open. The round is closed by a multi (create its "ready", set <path>'s data to
+// "V+1") that also checks the group's nodes are all there: the round closes only while its group
+// is complete on the server, the closer included. Closing moves the version: whoever comes after
+// enters round V+1, and a fast member back from leaving round V never counts in it. So <path>'s
+// version moved past V says that round V's group was complete.
 #pragma once
 
 #include "zkr/error.hpp"
@@ -30,6 +39,23 @@ struct list {
     bool watch = false;
 };
 struct watch_node { std::string path; };  ///< exists() with a watch
+/// Reusable mode: exists(`path`), no watch: the open round is its data version.
+struct read_round { std::string path; };
+/// Reusable mode: a multi of check(`path`, `version`) and create(`node`, ephemeral).
+struct join {
+    std::string path;
+    std::int32_t version = 0;
+    std::string node;
+};
+/// Reusable mode: a multi of check(each of `members`: ours and enough others to complete the
+/// group), create(`ready`, persistent) and set_data(`path`, `data`, `version`).
+struct close_round {
+    std::vector<std::string> members;
+    std::string ready;
+    std::string path;
+    std::int32_t version = 0;
+    std::string data;
+};
 struct wait {};                           ///< for the watch the last watched read left
 /// Delete our node, and hear back: resent while the session lives (guaranteed), so that nobody
 /// counts a member that gave up once the call has returned.
@@ -40,23 +66,28 @@ struct done {
     error_code error;        ///< the call failed (our node deleted first)
     std::string what;
     std::string delete_after;  ///< "ready", when the last member left
+    std::string round;         ///< reusable mode: the round's node an enter passed in (for its leave)
 };
 }  // namespace barrier_step
 
 struct barrier_reply {
     error_code error;
     std::vector<std::string> children;  ///< for list
-    bool exists = false;                ///< for watch_node
+    bool exists = false;                ///< for watch_node, read_round
+    std::int32_t version = 0;           ///< for read_round: the path's data version
     bool fired = false;                 ///< for wait: the watch fired (else it ended with its session)
 };
 
 class double_barrier_fsm {
 public:
     using request = std::variant<barrier_step::make_parents, barrier_step::create, barrier_step::list,
-                                 barrier_step::watch_node, barrier_step::wait, barrier_step::remove_own, barrier_step::done>;
+                                 barrier_step::watch_node, barrier_step::wait, barrier_step::remove_own, barrier_step::read_round,
+                                 barrier_step::join, barrier_step::close_round, barrier_step::done>;
 
-    /// `once`: a zero timeout — enter lists once and gives up instead of waiting.
-    double_barrier_fsm(std::string path, std::string name, int member_count, bool leaving, bool once);
+    /// `once`: a zero timeout — enter lists once and gives up instead of waiting. `reusable`: the
+    /// rounds' layout (else Curator's); a reusable leave is given the `round` its enter passed in.
+    double_barrier_fsm(std::string path, std::string name, int member_count, bool leaving, bool once, bool reusable = false,
+                       std::string round = {});
 
     request start();
     request on(const barrier_reply& r);
@@ -70,7 +101,10 @@ public:
     bool may_own_node() const noexcept { return own_; }
 
 private:
-    enum class phase { idle, making_parents, creating_own, listing, making_ready, waiting, watching, removing, finished };
+    enum class phase {
+        idle, making_parents, creating_own, listing, making_ready, waiting, watching, removing, finished,
+        reading_round, making_round, joining  // reusable mode
+    };
 
     request on_phase(const barrier_reply& r);
     bool may_give_up_now() const noexcept;
@@ -82,10 +116,17 @@ private:
     request answer_after_own_delete(barrier_step::done d);
     request finish(bool passed, std::string delete_after = {});
     request list_again();
+    request enter_round(std::int32_t version);
+    request join_round();
+    void set_dir(std::string dir);
 
-    std::string path_, name_, node_, ready_;
+    std::string path_, name_;
+    std::string dir_, node_, ready_;  // the members' node (the path, or the round's), ours, its "ready"
     int member_count_;
     bool leaving_, once_;
+    bool reusable_;
+    std::int32_t version_ = 0;  // reusable: the round's number
+    bool joined_ = false;       // reusable: our node was in this round
     phase phase_ = phase::idle;
     bool own_ = false;  // our node may exist
     bool parents_retried_ = false;

@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -39,7 +40,56 @@ struct model {
     }
 };
 
-enum class fault { none, gave_up, expired_before, reply_lost_resent, abandoned_in_flight };
+// The reusable layout: the path (its data version is the open round) and one node per round.
+struct rounds_model {
+    struct round {
+        bool ready = false;
+        std::set<std::string> members;
+    };
+    bool path_exists = false;
+    std::int32_t version = 0;
+    std::map<std::string, round> rounds;  // by the round's path
+
+    std::map<std::string, std::size_t> closed_with;  // round -> its members when it closed
+    bool joined_a_closed_round = false;              // a node of ours made in a round already closed
+    int arrivals = 0;
+
+    static std::string round_path(std::int32_t v) { return join_path(barrier_path, "round-" + std::to_string(v)); }
+    void close(const std::string& dir) {
+        rounds[dir].ready = true;
+        closed_with[dir] = rounds[dir].members.size();
+        ++version;
+    }
+    // Others arrive in the open round until it has `n`, then one of them closes it.
+    void fill_and_close(std::size_t n) {
+        if (!path_exists) return;
+        auto dir = round_path(version);
+        while (rounds[dir].members.size() < n) rounds[dir].members.insert("m-other-" + std::to_string(++arrivals));
+        close(dir);
+    }
+    round& open() { return rounds[round_path(version)]; }
+    void reap(const std::string& dir) {
+        if (auto it = rounds.find(dir); it != rounds.end() && it->second.members.empty() && !it->second.ready) rounds.erase(it);
+    }
+    void expire() {
+        std::vector<std::string> dirs;
+        for (auto& [dir, r] : rounds) {
+            r.members.erase(our_name);
+            dirs.push_back(dir);
+        }
+        for (auto& d : dirs) reap(d);
+    }
+    // Where `name` is a member (round paths).
+    std::vector<std::string> rounds_of(const std::string& name) const {
+        std::vector<std::string> out;
+        for (auto& [dir, r] : rounds) {
+            if (r.members.count(name)) out.push_back(dir);
+        }
+        return out;
+    }
+};
+
+enum class fault { none, gave_up, expired_before, reply_lost_resent, abandoned_in_flight, round_closes_before, other_gives_up_before };
 
 struct outcome {
     barrier_step::done done;
@@ -84,8 +134,81 @@ barrier_reply apply(model& m, const double_barrier_fsm::request& q, World& world
 }
 
 template <class World>
-outcome run(model& m, bool leaving, int member_count, fault f, int at, World world, bool once = false) {
-    double_barrier_fsm machine(barrier_path, our_name, member_count, leaving, once);
+barrier_reply apply(rounds_model& m, const double_barrier_fsm::request& q, World& world) {
+    barrier_reply x;
+    auto error = [&](errc e) { x.error = make_error_code(e); };
+    std::visit(
+        [&](const auto& s) {
+            using S = std::decay_t<decltype(s)>;
+            if constexpr (std::is_same_v<S, barrier_step::make_parents>) {
+                if (!m.path_exists) m.version = 0;  // made anew
+                m.path_exists = true;
+            } else if constexpr (std::is_same_v<S, barrier_step::read_round>) {
+                x.exists = m.path_exists;
+                x.version = m.path_exists ? m.version : 0;
+            } else if constexpr (std::is_same_v<S, barrier_step::create>) {
+                // The round's container (ready and members come by multi here).
+                REQUIRE(s.mode == create_mode::container);
+                if (!m.path_exists) error(errc::no_node);
+                else if (m.rounds.count(s.path)) error(errc::node_exists);
+                else m.rounds[s.path];
+            } else if constexpr (std::is_same_v<S, barrier_step::join>) {
+                auto dir = std::string(parent_path(s.node));
+                auto name = std::string(node_name(s.node));
+                if (!m.path_exists) error(errc::no_node);
+                else if (s.version != any_version && m.version != s.version) error(errc::bad_version);
+                else if (!m.rounds.count(dir)) error(errc::no_node);
+                else if (m.rounds[dir].members.count(name)) error(errc::node_exists);
+                else {
+                    m.rounds[dir].members.insert(name);
+                    if (m.rounds[dir].ready || m.closed_with.count(dir)) m.joined_a_closed_round = true;
+                }
+            } else if constexpr (std::is_same_v<S, barrier_step::close_round>) {
+                auto dir = std::string(parent_path(s.ready));
+                bool group_there = m.rounds.count(dir) > 0;
+                for (auto& member : s.members) {
+                    group_there = group_there && parent_path(member) == dir && m.rounds[dir].members.count(std::string(node_name(member)));
+                }
+                if (!group_there) error(errc::no_node);
+                else if (m.rounds[dir].ready) error(errc::node_exists);
+                else if (m.version != s.version) error(errc::bad_version);
+                else m.close(dir);
+            } else if constexpr (std::is_same_v<S, barrier_step::list>) {
+                auto it = m.rounds.find(s.path);
+                if (it == m.rounds.end()) {
+                    error(errc::no_node);
+                } else {
+                    x.children.assign(it->second.members.begin(), it->second.members.end());
+                    if (it->second.ready) x.children.push_back("ready");
+                }
+            } else if constexpr (std::is_same_v<S, barrier_step::watch_node>) {
+                auto it = m.rounds.find(std::string(parent_path(s.path)));
+                x.exists = it != m.rounds.end() && it->second.members.count(std::string(node_name(s.path)));
+            } else if constexpr (std::is_same_v<S, barrier_step::wait>) {
+                world(m);
+                x.fired = true;
+            } else if constexpr (std::is_same_v<S, barrier_step::remove_own>) {
+                auto dir = std::string(parent_path(s.path));
+                if (auto it = m.rounds.find(dir); it != m.rounds.end()) it->second.members.erase(std::string(node_name(s.path)));
+                m.reap(dir);
+            }
+        },
+        q);
+    return x;
+}
+
+// The "ready" a leave's `done` names goes (the driver deletes it).
+void delete_ready(model& m, const std::string&) { m.ready = false; }
+void delete_ready(rounds_model& m, const std::string& ready) {
+    auto dir = std::string(parent_path(ready));
+    if (auto it = m.rounds.find(dir); it != m.rounds.end()) it->second.ready = false;
+    m.reap(dir);
+}
+
+template <class Model, class World>
+outcome run(Model& m, bool leaving, int member_count, fault f, int at, World world, bool once = false, std::string round = {}) {
+    double_barrier_fsm machine(barrier_path, our_name, member_count, leaving, once, std::is_same_v<Model, rounds_model>,
+                               std::move(round));
     auto next = machine.start();
     outcome o;
     std::vector<std::string> last_listed;
@@ -97,12 +220,18 @@ outcome run(model& m, bool leaving, int member_count, fault f, int at, World wor
             o.ours_present_at_pass = std::count(last_listed.begin(), last_listed.end(), our_name) > 0;
             o.ready_at_pass = std::count(last_listed.begin(), last_listed.end(), "ready") > 0;
             o.members_at_pass = last_listed.size() - (o.ready_at_pass ? 1 : 0);
-            if (!d->delete_after.empty()) m.ready = false;
+            if (!d->delete_after.empty()) delete_ready(m, d->delete_after);
             if (late && !std::holds_alternative<barrier_step::wait>(*late)) apply(m, *late, world);  // a resend landing late
             return o;
         }
         const fault here = o.steps++ == at ? f : fault::none;
         if (here == fault::expired_before) m.expire();
+        if constexpr (std::is_same_v<Model, rounds_model>) {
+            if (here == fault::round_closes_before) m.fill_and_close(member_count);  // the others are quicker
+            if (here == fault::other_gives_up_before) {  // "m-a" times out, its node deleted
+                for (auto& [dir, r] : m.rounds) r.members.erase("m-a");
+            }
+        }
         if (here == fault::abandoned_in_flight) {
             // The deadline fires while this request is on its way; its reply will be dropped.
             if (auto instead = machine.abandon(make_error_code(errc::timed_out))) {
@@ -115,6 +244,8 @@ outcome run(model& m, bool leaving, int member_count, fault f, int at, World wor
         switch (here) {
         case fault::none:
         case fault::expired_before:
+        case fault::round_closes_before:
+        case fault::other_gives_up_before:
         case fault::abandoned_in_flight: r = apply(m, next, world); break;
         case fault::gave_up:
             if (std::holds_alternative<barrier_step::wait>(next) || std::holds_alternative<barrier_step::remove_own>(next)) {
@@ -147,6 +278,8 @@ const char* name_of(fault f) {
     case fault::expired_before: return "session expired before";
     case fault::reply_lost_resent: return "reply lost, resent";
     case fault::abandoned_in_flight: return "deadline while in flight";
+    case fault::round_closes_before: return "the round closed by others before";
+    case fault::other_gives_up_before: return "another member gave up before";
     }
     return "?";
 }
@@ -290,5 +423,102 @@ TEST_CASE("double barrier machine: the last one out is never cut off by its dead
         REQUIRE(std::holds_alternative<barrier_step::done>(next));
         CHECK(std::get<barrier_step::done>(next).error == errc::cancelled);
         CHECK_FALSE(m.members.count(our_name));
+    }
+}
+
+namespace {
+
+std::int32_t round_number(const std::string& round) {
+    auto name = std::string(node_name(round));
+    REQUIRE(name.rfind("round-", 0) == 0);
+    return std::stoi(name.substr(6));
+}
+
+// Round 3 open with two others in; each wake-up, one more arrives in the open round (whoever
+// then sees four closes it: here, the machine; the others close it in round_closes_before).
+rounds_model round_three_two_in() {
+    rounds_model m;
+    m.path_exists = true;
+    m.version = 3;
+    m.rounds[rounds_model::round_path(3)].members = {"m-a", "m-b"};
+    return m;
+}
+auto one_arrives = [](rounds_model& m) { m.open().members.insert("m-other-" + std::to_string(++m.arrivals)); };
+
+}  // namespace
+
+TEST_CASE("reusable double barrier machine: a fault at any request of an enter never lets it through before its round's group is complete, and never leaves a node in another round",
+          "[double_barrier][faults]") {
+    auto clean_model = round_three_two_in();
+    auto clean = run(clean_model, false, 4, fault::none, -1, one_arrives);
+    REQUIRE(clean.done.passed);
+    REQUIRE(clean.done.round == rounds_model::round_path(3));
+    const fault reusable_faults[] = {fault::gave_up, fault::expired_before, fault::reply_lost_resent, fault::abandoned_in_flight,
+                                     fault::round_closes_before, fault::other_gives_up_before};
+    for (fault f : reusable_faults) {
+        for (int at = 0; at < clean.steps + 4; ++at) {
+            INFO(name_of(f) << " at request " << at);
+            auto m = round_three_two_in();
+            auto o = run(m, false, 4, f, at, one_arrives);
+            auto& three = m.rounds[rounds_model::round_path(3)].members;
+            CHECK(((three.count("m-a") || f == fault::other_gives_up_before) && three.count("m-b")));  // nobody else's node touched
+            auto ours = m.rounds_of(our_name);
+            if (o.done.passed) {
+                CHECK_FALSE(o.done.error);
+                // Through only in a round that closed with its group complete; our node in no
+                // other round (a node left there would keep that round's leave waiting for ever).
+                REQUIRE_FALSE(o.done.round.empty());
+                CHECK(round_number(o.done.round) < m.version);
+                CHECK(m.closed_with[o.done.round] >= 4);
+                CHECK_FALSE(m.joined_a_closed_round);  // through with the group it joined, not an earlier one
+                for (auto& r : ours) CHECK(r == o.done.round);
+                if (f != fault::expired_before) CHECK(ours.size() == 1);
+            } else {
+                CHECK(ours.empty());
+                if (f == fault::abandoned_in_flight) CHECK_FALSE(o.done.error);
+                else CHECK(o.done.error == errc::connection_loss);
+            }
+        }
+    }
+}
+
+TEST_CASE("reusable double barrier machine: a fault at any request of a leave waits only for its own round, and its ready goes",
+          "[double_barrier][faults]") {
+    // Round 3 closed with us and two others in; a quick member of round 4 is already back.
+    auto in_round_three = [] {
+        rounds_model m;
+        m.path_exists = true;
+        m.version = 4;
+        m.rounds[rounds_model::round_path(3)].ready = true;
+        m.rounds[rounds_model::round_path(3)].members = {"m-a", our_name, "m-z"};
+        m.rounds[rounds_model::round_path(4)].members = {"m-quick"};
+        return m;
+    };
+    auto one_leaves = [](rounds_model& m) {
+        for (const char* other : {"m-z", "m-a"}) {
+            if (m.rounds[rounds_model::round_path(3)].members.erase(other)) return;
+        }
+    };
+    const auto three = rounds_model::round_path(3);
+    auto clean_model = in_round_three();
+    auto clean = run(clean_model, true, 3, fault::none, -1, one_leaves, false, three);
+    REQUIRE(clean.done.passed);
+    REQUIRE_FALSE(clean_model.rounds.count(three));  // emptied, its ready deleted: reaped
+    for (fault f : all_faults) {
+        for (int at = 0; at < clean.steps + 3; ++at) {
+            INFO(name_of(f) << " at request " << at);
+            auto m = in_round_three();
+            auto o = run(m, true, 3, f, at, one_leaves, false, three);
+            CHECK(m.rounds_of(our_name).empty());
+            CHECK(m.rounds[rounds_model::round_path(4)].members.count("m-quick"));
+            if (o.done.passed) {
+                CHECK(o.members_at_pass == 0);
+                CHECK_FALSE(m.rounds.count(three));
+            } else if (f == fault::abandoned_in_flight) {
+                CHECK_FALSE(o.done.error);
+            } else {
+                CHECK(o.done.error == errc::connection_loss);
+            }
+        }
     }
 }
