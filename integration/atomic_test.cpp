@@ -465,6 +465,46 @@ TEST_CASE("atomic long promoted to a lock: a Curator InterProcessMutex holding t
     CHECK(eventually([&] { return zkr::test::queue_length(t.other, t.lock_path) == 0; }));  // released
 }
 
+TEST_CASE("atomic long promoted to a lock: the lock lost with its session mid-change, the change is applied once and never over the next holder's write",
+          "[atomic][promoted]") {
+    // The counter's client reaches the server through a proxy; the lock's other client does not.
+    std::string connect = test_connect_string(), path = unique_path("atomic-promoted-lost"), lock_path = path + "-lock";
+    zkr::testkit::proxy proxy(first_server(connect));
+    zkr::client c(test_options(proxy.address(), 10000ms)), other(test_options(first_server(connect)));
+    zkr::atomic_long counter(c, path, zkr::atomic_options{.max_attempts = 1, .promote_to_lock = zkr::promoted_lock{lock_path, 20s, 5}});
+    REQUIRE(counter.increment().post == 1);
+    zkr::mutex holder(other, lock_path);
+    other.set_data(path, bytes({0, 0, 0, 0, 0, 0, 0, 100}));  // c's next change loses its race for sure
+    holder.lock();
+    auto old = zkr::testkit::credentials_of(c);
+    auto change = std::async(std::launch::async, [&] { return counter.increment(); });
+    REQUIRE(eventually([&] { return zkr::test::queue_length(other, lock_path) == 2; }));  // queued for the lock
+    // Under the lock, its write is applied and the answer lost; it cannot reconnect, and its
+    // session (its lock node with it) is closed on the server.
+    proxy.refuse_connections(true);
+    proxy.lose_next_reply({zkr::test::zk_op::multi});
+    holder.unlock();
+    REQUIRE(eventually([&] { return proxy.replies_lost() == 1; }, 20s));
+    zkr::testkit::close_session(connect, old);
+    // The next holder takes the lock the change lost, and writes.
+    REQUIRE(holder.try_lock_for(10s));
+    CHECK(zkr::atomic_long(other, path).get().post == 101);  // the change: applied once
+    other.set_data(path, bytes({0, 0, 0, 0, 0, 0, 0, 200}));
+    proxy.refuse_connections(false);
+    try {
+        auto r = zkr::test::get_within(change, 30s, "the promoted increment");
+        FAIL("a change lost with its session was reported settled: pre " << r.pre << ", post " << r.post);
+    } catch (const zkr::system_error& e) {
+        CHECK(e.code() == errc::outcome_unknown);
+    }
+    CHECK(zkr::atomic_long(other, path).get().post == 200);  // never applied again over the holder's write
+    CHECK(c.session_id() != old.id);
+    holder.unlock();
+    CHECK(eventually([&] { return zkr::test::queue_length(other, lock_path) == 0; }));  // nothing of the lost lock left
+    auto r = counter.increment();  // the object goes on, on its new session
+    CHECK((r.succeeded && r.pre == 200 && r.post == 201));
+}
+
 TEST_CASE("atomic long promoted to a lock: a lock path that is the counter's, under it or broken is refused, naming it",
           "[atomic][promoted]") {
     zkr::client c(test_options(test_connect_string()));
