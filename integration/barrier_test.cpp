@@ -236,6 +236,31 @@ TEST_CASE("double barrier: an entrant whose listing cannot be answered by its de
     CHECK_FALSE(late.enter_for(300ms));  // alone: does not pass
 }
 
+TEST_CASE("double barrier: an entrant whose deadline passes while its create's answer is held gives up once it comes, its node deleted before it returns",
+          "[double_barrier]") {
+    std::string connect = test_connect_string(), path = unique_path("dbarrier-create-held");
+    zkr::testkit::proxy proxy(first_server(connect));
+    // Pinged every third of the session timeout: the ping releases the held answer.
+    zkr::client c(test_options(proxy.address(), 6000ms)), observer(test_options(first_server(connect)));
+    zkr::double_barrier entrant(c, path, 2);
+    c.wait_connected(10s);
+    // The member's create reaches the server (its node is made); its answer is held until the
+    // client's next request, well past the deadline. The entrant may not give up while that
+    // answer is due (a create resent after its give-up could land after its delete): it gives
+    // up once the answer comes, deleting its node first.
+    proxy.hold_next_reply({zkr::test::zk_op::create, zkr::test::zk_op::create2});
+    auto start = steady::now();
+    CHECK_FALSE(entrant.enter_for(200ms));
+    auto took = steady::now() - start;
+    CHECK(proxy.replies_held() == 1);
+    CHECK(took >= 200ms);
+    CHECK(took < 200ms + 6s);  // bounded by a session timeout past its deadline (the header's promise)
+    CHECK(members(observer, path).empty());  // deleted before it returned
+    zkr::double_barrier late(observer, path, 2);
+    CHECK_FALSE(late.enter_for(300ms));  // alone: does not pass
+    CHECK(members(observer, path).empty());
+}
+
 TEST_CASE("double barrier: a member whose session expires while it waits enters again, and nobody passes early",
           "[double_barrier]") {
     std::string connect = test_connect_string(), path = unique_path("dbarrier-expiry");
