@@ -72,6 +72,39 @@ TEST_CASE("persistent node: made, made again when deleted, its data set, deleted
     CHECK_THROWS_AS(node.start(), std::logic_error);
 }
 
+TEST_CASE("persistent node: a node whose watch is refused (too many watches on its client) is still made again when deleted",
+          "[persistent_node]") {
+    // zkr refuses a watch that would take a reconnection's set-watches request past
+    // max_request_size (errc::too_many_watches). The node is made, but its watch is refused: it
+    // tries again (every 500 ms) rather than standing unwatched, where a delete would go unseen.
+    std::string base = unique_path("pnode-watches"), pad(60, 'p');
+    auto o = test_options(test_connect_string());
+    o.max_request_size = 4096;
+    zkr::client c(o), other(test_options(test_connect_string()));
+    std::vector<zkr::watch> fillers;
+    for (int i = 0;; ++i) {
+        REQUIRE(i < 100);
+        zkr::error_code ec;
+        auto r = c.exists(base + "/filler-" + std::to_string(i) + pad, zkr::set_watch, ec);
+        if (ec == zkr::errc::too_many_watches) break;
+        REQUIRE_FALSE(ec);
+        fillers.push_back(std::move(r.watch));
+    }
+    std::string path = base + "/node-" + pad + pad;
+    zkr::persistent_node node(c, path, zkr::create_mode::ephemeral, "payload");
+    node.start();
+    REQUIRE(node.wait_for_initial_create(10s));
+    other.remove(path);
+    CHECK(eventually([&] { return owner_of(other, path) == c.session_id(); }, 10s));
+    // Watches freed: it is watched again, and a delete is seen at once.
+    for (auto& w : fillers) CHECK_FALSE(w.remove());
+    fillers.clear();
+    other.remove(path);
+    CHECK(eventually([&] { return owner_of(other, path) == c.session_id(); }, 10s));
+    node.close();
+    CHECK(eventually([&] { return !other.exists(path).exists; }));
+}
+
 TEST_CASE("persistent node: back after its session expires, on the new session", "[persistent_node]") {
     std::string path = unique_path("pnode-expiry");
     zkr::client c(test_options(test_connect_string()));

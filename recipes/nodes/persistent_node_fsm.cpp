@@ -234,7 +234,10 @@ persistent_node_fsm::request persistent_node_fsm::watched(std::int64_t session, 
         phase_ = phase::idle;
         return node_step::idle{};
     }
-    if (ec) return step_done(session, is_retryable(ec));
+    // too_many_watches: refused by the client (its watches would not fit one reconnection's
+    // request), nothing sent. Not left unwatched, where a delete would go unseen: the chain runs
+    // again after the retry pause (making the node again if it went), until a watch is had.
+    if (ec) return step_done(session, is_retryable(ec) || ec == errc::too_many_watches);
     if (!exists) return step_done(session, false, true);  // gone already: make it again
     watching_ = true;
     return step_done(session, false);
