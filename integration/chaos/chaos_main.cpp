@@ -531,6 +531,30 @@ int main(int argc, char** argv) {
         }
     }
 
+    // The barrier: nobody through a slot's gate before its first opening (the opener says so
+    // before it removes the gate; with no opening, nobody passes).
+    long gates_passed = 0, gates_early = 0;
+    {
+        std::map<long long, long long> first_open;                // slot -> earliest "gate-open"
+        std::map<long long, std::vector<long long>> passes;       // slot -> every "gate-passed"
+        for (auto& w : workers) {
+            for (auto& [key, at] : w->barrier) {
+                if (key.first == "gate-open" && (!first_open.count(key.second) || at < first_open[key.second])) first_open[key.second] = at;
+                if (key.first == "gate-passed") passes[key.second].push_back(at);
+            }
+        }
+        for (auto& [slot, ats] : passes) {
+            ++gates_passed;
+            auto open = first_open.find(slot);
+            for (long long at : ats) {
+                if (open == first_open.end() || at < open->second) {
+                    ++gates_early;
+                    std::fprintf(stderr, "barrier gate %lld: a worker passed before it was opened\n", slot);
+                }
+            }
+        }
+    }
+
     // Ids: unique across every worker (the killed ones too), and increasing in each.
     std::size_t ids_drawn = 0;
     long ids_reused = 0, ids_out_of_order = 0;
@@ -621,6 +645,7 @@ int main(int argc, char** argv) {
            << ids_out_of_order << "\n";
     report << "- double-barrier rounds some worker passed: " << barrier_rounds_passed
            << "; of them, passed before every member had entered: " << barrier_early << "\n";
+    report << "- barrier gates some worker passed: " << gates_passed << "; passes before the gate was opened: " << gates_early << "\n";
     report << "- errors the workers saw (exceptions from zkr, state() held past valid_until()): " << worker_errors << "\n";
     report << "- faults that could not be injected: " << injection_failures << "\n";
     report << "- checks that could not be made: " << check_errors << "\n";
@@ -634,7 +659,7 @@ int main(int argc, char** argv) {
 
     bool ok = total.refused_while_held == 0 && total.overlaps == 0 && overruns == 0 && hung == 0 && failed_exits == 0 &&
               nodes_left == 0 && (memory_flat || !memory_judged) && worker_errors == 0 && injection_failures == 0 && check_errors == 0 && total.holds > 0 &&
-              barrier_early == 0 && ids_reused == 0 && ids_out_of_order == 0 && ids_drawn > 0 &&
+              barrier_early == 0 && gates_early == 0 && ids_reused == 0 && ids_out_of_order == 0 && ids_drawn > 0 &&
               total.faults > 0;
     std::cout << (ok ? "PASS" : "FAIL") << " (seed " << seed << "; replay: zkr_chaos --seed " << seed << " --duration "
               << duration_s << " --workers " << worker_count << " --threads " << threads << " --session-ms " << session_ms

@@ -11,7 +11,8 @@
 // twice, or one reported applied and missing), and its zkr::metrics (the client's observer)
 // against the holds it made ("metrics ok": every hold counted once as acquired and once as
 // ended, nothing left held or waiting, no event dropped). And one thread meets the other workers at
-// a double barrier every 5 s (barrier_rounds: "barrier enter/in/out" lines the driver checks), and
+// a double barrier every 5 s (barrier_rounds: "barrier enter/in/out" lines the driver checks), a
+// barrier every 5 s (gate_rounds: "barrier gate-open/gate-passed" lines), and
 // one draws ids from a shared id_generator path ("ids ..." lines: the driver checks them unique).
 //
 // Usage: zkr_chaos_worker ID CONNECT SESSION_MS THREADS FENCE_PORT SEED MEMBERS
@@ -29,6 +30,7 @@
 //   "rss KB" every 5 s; "stats holds=N writes=N refused=N probes=N errors=N" when it ends.
 // Whether it holds is zkr's state(), as read: the worker keeps no clock of its own on it.
 #include "zkr/atomic.hpp"
+#include "zkr/barrier.hpp"
 #include "zkr/client.hpp"
 #include "zkr/count_down_latch.hpp"
 #include "zkr/double_barrier.hpp"
@@ -434,6 +436,37 @@ void barrier_rounds(zkr::client& c, int members, std::atomic<bool>& stop, std::a
     }
 }
 
+// A zkr::barrier every 5 s (the same wall-clock slots): every worker sets the slot's gate
+// /chaos-gates/s<SLOT> and waits for it up to 3 s, but the slot's opener (the worker whose id is
+// the slot modulo the members), which says "barrier gate-open SLOT NS" 1.5 s in and then removes
+// it. Those who pass say "barrier gate-passed SLOT NS": the driver checks nobody passed a gate
+// before its first opening (a gate nobody opened, a killed opener's, is passed by nobody).
+void gate_rounds(zkr::client& c, int id, int members, std::atomic<bool>& stop) {
+    constexpr long long slot_ms = 5000;
+    auto wall_ms = [] {
+        return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    };
+    while (!stop) {
+        const long long slot = wall_ms() / slot_ms + 1;
+        while (!stop && wall_ms() < slot * slot_ms) std::this_thread::sleep_for(20ms);  // the slot's start
+        if (stop) return;
+        const std::string name = std::to_string(slot);
+        try {
+            zkr::barrier gate(c, "/chaos-gates/s" + name);
+            gate.set();
+            if (id % members == slot % members) {
+                while (!stop && wall_ms() < slot * slot_ms + 1500) std::this_thread::sleep_for(20ms);
+                say("barrier gate-open " + name + " " + std::to_string(ns(clock_type::now())));
+                gate.remove();
+            } else if (gate.wait_for(3s)) {
+                say("barrier gate-passed " + name + " " + std::to_string(ns(clock_type::now())));
+            }
+        } catch (const zkr::system_error& e) {
+            if (e.code() == zkr::errc::client_closed) return;
+        }
+    }
+}
+
 // Ids drawn from /chaos-ids by every worker, in blocks of 20 (a reservation every 100 ms or so,
 // under the faults): each id it was handed goes to the driver ("ids ID ID ..." lines of up to 40),
 // which checks them unique across every worker, the killed ones too, and increasing in each. A
@@ -530,6 +563,7 @@ int main(int argc, char** argv) {
     std::thread latch_rounds([&] { count_down_rounds(c, id, stop, latches); });
     std::atomic<long> barrier_passes{0};
     std::thread barrier_thread([&] { barrier_rounds(c, members, stop, barrier_passes); });
+    std::thread gate_thread([&] { gate_rounds(c, id, members, stop); });
     std::thread id_thread([&] { draw_ids(c, stop); });
     std::thread memory([&] {
         while (!stop) {
@@ -546,6 +580,7 @@ int main(int argc, char** argv) {
     for (auto& t : incrementers) t.join();
     latch_rounds.join();
     barrier_thread.join();
+    gate_thread.join();
     id_thread.join();
     memory.join();
     check_watch_recipes(c, cache, registration, alive);
