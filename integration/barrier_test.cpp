@@ -532,6 +532,56 @@ TEST_CASE("count-down latch: 8 workers count down 80 times at once, exactly", "[
     latch.remove();
 }
 
+TEST_CASE("count-down latch: 40 async count-downs started at once from one client are applied once each, on the client's executor",
+          "[count_down_latch][async]") {
+    std::string connect = test_connect_string(), path = unique_path("cdl-async");
+    zkr::client c(test_options(connect)), observer(test_options(connect));
+    auto latch = std::make_unique<zkr::count_down_latch>(c, path);
+    REQUIRE(latch->try_set_count(40));
+    auto released = zkr::count_down_latch(observer, path).async_await(boost::asio::use_future);
+    std::vector<std::future<void>> downs;
+    for (int i = 0; i < 39; ++i) downs.push_back(latch->async_count_down(boost::asio::use_future));
+    // The last with a callback: it runs on the client's executor.
+    std::promise<bool> last;
+    auto executor = latch->get_executor();
+    latch->async_count_down([&](zkr::error_code ec) {
+        auto* io = executor.target<boost::asio::io_context::executor_type>();
+        last.set_value(!ec && io && io->running_in_this_thread());
+    });
+    latch.reset();  // the object may go before they complete
+    for (auto& f : downs) zkr::test::get_within(f, 60s, "an async count-down");
+    CHECK(last.get_future().get());
+    CHECK(released.wait_for(20s) == std::future_status::ready);
+    zkr::count_down_latch check(observer, path);
+    CHECK(check.count() == 0);
+    auto kids = observer.get_children(path).children;
+    CHECK(std::count_if(kids.begin(), kids.end(), [](const std::string& k) { return k.rfind("cd-", 0) == 0; }) == 40);
+    // Past 0 it changes nothing; with no count it fails, naming nothing it did.
+    CHECK_NOTHROW(zkr::count_down_latch(c, path).async_count_down(boost::asio::use_future).get());
+    CHECK(check.count() == 0);
+    check.remove();
+    try {
+        zkr::count_down_latch(c, path).async_count_down(boost::asio::use_future).get();
+        FAIL("an async count-down of a latch with no count succeeded");
+    } catch (const zkr::system_error& e) {
+        CHECK(e.code() == errc::no_node);
+    }
+    CHECK_FALSE(observer.exists(path).exists);  // not made by a count-down
+}
+
+TEST_CASE("count-down latch: an async count-down whose reply is lost is applied once", "[count_down_latch][async]") {
+    std::string connect = test_connect_string(), path = unique_path("cdl-async-lost-reply");
+    zkr::testkit::proxy proxy(first_server(connect));
+    zkr::client c(test_options(proxy.address(), 10000ms)), observer(test_options(first_server(connect)));
+    zkr::count_down_latch latch(c, path);
+    REQUIRE(latch.try_set_count(2));
+    proxy.lose_next_reply({zkr::test::zk_op::multi});
+    zkr::test::get_within(latch.async_count_down(boost::asio::use_future), 30s, "the async count-down");
+    CHECK(proxy.replies_lost() == 1);
+    CHECK(zkr::count_down_latch(observer, path).count() == 1);
+    latch.remove();
+}
+
 TEST_CASE("count-down latch: a count-down whose reply is lost is applied once", "[count_down_latch]") {
     std::string connect = test_connect_string(), path = unique_path("cdl-lost-reply");
     zkr::testkit::proxy proxy(first_server(connect));

@@ -8,6 +8,8 @@
 #include "zkr/detail/initiation.hpp"
 #include "zkr/detail/node_wait.hpp"
 
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/deferred.hpp>
 
 #include <chrono>
@@ -19,6 +21,9 @@ namespace zkr {
 
 namespace detail {
 class session_port;
+using count_down_handler = boost::asio::any_completion_handler<void(error_code)>;
+ZKR_EXPORT void start_count_down(const std::weak_ptr<session_port>& port, const boost::asio::any_io_executor& executor,
+                                 std::string path, count_down_handler handler);
 }
 
 /// A count-down latch at `path`. Layout: the node `path` holds the count left as an 8-byte
@@ -52,6 +57,21 @@ public:
     /// hold an 8-byte count, outcome_unknown when the retry policy gave up resending it (it may
     /// have been applied: do not count down again for it).
     void count_down();
+    /// count_down() blocking nothing: the same machine (recipes/barrier/count_down_fsm.hpp), so
+    /// the same promises, but a lost race reads again at once (count_down() pauses its own thread
+    /// a little past the first few). Handler: void(zkr::error_code) — the errors count_down()
+    /// throws, errc::client_closed when the client closes first. Not cancellable (a write: once
+    /// sent, only its answer can say whether it was applied). The handler runs on its associated
+    /// executor, by default the client's, never on the ZooKeeper C client's threads; the latch
+    /// object may go before it completes.
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_count_down(CompletionToken&& token = {}) {
+        return boost::asio::async_initiate<CompletionToken, void(error_code)>(
+            detail::initiation{executor_, [port = port_, executor = executor_, path = path_](auto handler) {
+                                   detail::start_count_down(port, executor, path, std::move(handler));
+                               }},
+            token);
+    }
     /// Blocks until the count reached 0 (true) or `timeout` passed (false; its watch removed).
     /// milliseconds::max() waits for ever, 0 reads once (as barrier::wait_for). A latch with no
     /// count yet is waited for too.

@@ -4,6 +4,9 @@
 // reaches 0. Waiters watch "released" only.
 #include "zkr/count_down_latch.hpp"
 
+#include "completion.hpp"
+#include "count_down_fsm.hpp"
+#include "session_port.hpp"
 #include "toolkit/big_endian.hpp"
 #include "toolkit/blocking.hpp"
 #include "toolkit/recipe_path.hpp"
@@ -11,6 +14,82 @@
 
 #include <stdexcept>
 #include <thread>
+
+namespace zkr::detail {
+
+namespace {
+// One async count-down: the machine's requests sent as it asks, through the session; it runs on
+// whichever thread completes the last request (often the C client's) and only sends the next
+// one. Lost races read again at once (the blocking form pauses its own thread past the first
+// few; here no thread may be held, and a writer that paused would fall behind one that won).
+class count_down_call : public std::enable_shared_from_this<count_down_call> {
+public:
+    count_down_call(std::weak_ptr<session_port> port, const std::string& path, std::shared_ptr<completion<>> done)
+        : port_(std::move(port)), machine_(path, join_path(path, "cd-" + blocking::member_uuid())), done_(std::move(done)) {}
+
+    void start() {
+        count_down_fsm::action a;
+        {
+            std::lock_guard lock(mutex_);
+            a = machine_.start();
+        }
+        run(std::move(a));
+    }
+
+private:
+    void feed(counter_reply r) {
+        count_down_fsm::action a;
+        {
+            std::lock_guard lock(mutex_);
+            a = machine_.on(r);
+        }
+        run(std::move(a));
+    }
+
+    template <class... Values>
+    completion<Values...> reply_to() {
+        return completion<Values...>(typename completion<Values...>::inline_fn([self = shared_from_this()](error_code ec, Values... v) {
+            counter_reply r;
+            r.error = ec;
+            if constexpr (sizeof...(Values) == 1) r.value = std::move(v...);
+            self->feed(std::move(r));
+        }));
+    }
+
+    void run(count_down_fsm::action a) {
+        if (auto* d = std::get_if<counter_step::done>(&a.next)) return (*done_)(d->error);
+        auto port = port_.lock();
+        if (!port || port->closed()) {
+            counter_reply r;
+            r.error = make_error_code(errc::client_closed);
+            return feed(std::move(r));
+        }
+        std::visit(
+            [&](const auto& s) {
+                using S = std::decay_t<decltype(s)>;
+                if constexpr (std::is_same_v<S, counter_step::read>) port->get_data(s.path, false, reply_to<data_result>());
+                else if constexpr (std::is_same_v<S, counter_step::create>) port->create(s.path, s.data, s.mode, reply_to<create_result>());
+                else if constexpr (std::is_same_v<S, counter_step::write>) port->multi(s.ops, reply_to<std::vector<multi_op_result>>());
+            },
+            a.next);
+    }
+
+    std::weak_ptr<session_port> port_;
+    std::mutex mutex_;  // the machine; never held while sending
+    count_down_fsm machine_;
+    std::shared_ptr<completion<>> done_;
+};
+}  // namespace
+
+void start_count_down(const std::weak_ptr<session_port>& port, const boost::asio::any_io_executor& executor, std::string path,
+                      count_down_handler handler) {
+    auto done = std::make_shared<completion<>>(std::move(handler), executor);
+    auto p = port.lock();
+    if (!p || p->closed()) return (*done)(make_error_code(errc::client_closed));
+    std::make_shared<count_down_call>(port, path, std::move(done))->start();
+}
+
+}  // namespace zkr::detail
 
 namespace zkr {
 
@@ -94,52 +173,25 @@ bool count_down_latch::try_set_count(std::int64_t count) {
 void count_down_latch::count_down() {
     auto held = port();
     auto& p = *held;
-    std::string key = join_path(path_, "cd-" + b::member_uuid());
-    for (int attempt = 0;; ++attempt) {
-        error_code ec;
-        auto r = b::get_data(p, path_, ec);
-        if (ec == errc::no_node)
-            throw zkr::system_error(ec, "zkr::count_down_latch::count_down: " + quoted_path(path_) + " has no count (try_set_count first)");
-        if (ec) throw zkr::system_error(ec, "zkr::count_down_latch::count_down: reading " + quoted_path(path_));
-        auto left = decode_count(path_, r.data);
-        if (left <= 0) {
-            // Released already (by us too, maybe: a transaction resent after a lost reply). A count
-            // brought to 0 by another writer (a DistributedAtomicLong) has no release yet: made
-            // here, so that waiters are not left waiting.
-            b::create(p, released_, "", create_mode::persistent, ec);
-            if (ec && ec != errc::node_exists && ec != errc::no_node)
-                throw zkr::system_error(ec, "zkr::count_down_latch::count_down: creating " + quoted_path(released_));
+    // The machine driven on the calling thread, each request blocking it (never the client's).
+    detail::count_down_fsm machine(path_, join_path(path_, "cd-" + b::member_uuid()));
+    auto a = machine.start();
+    for (;;) {
+        if (auto* d = std::get_if<detail::counter_step::done>(&a.next)) {
+            if (d->error) throw zkr::system_error(d->error, d->what);
             return;
         }
-        std::vector<multi_op> ops{op::create{key, "", create_mode::persistent},
-                                  op::set_data{path_, detail::encode_big_endian<std::int64_t>(left - 1), r.stat.version}};
-        if (left == 1) ops.push_back(op::create{released_, "", create_mode::persistent});
-        auto results = b::multi(p, std::move(ops), ec);
-        if (!ec) return;
-        auto failed = failed_op(results);
-        if (ec == errc::node_exists && failed == 0) return;  // our first try was applied; its reply was lost
-        if (ec == errc::node_exists && failed == 2) {
-            // "released" is there while the count was 1: made by hand, or by a bad count. The
-            // count goes on to 0 without it.
-            std::vector<multi_op> again{op::create{key, "", create_mode::persistent},
-                                        op::set_data{path_, detail::encode_big_endian<std::int64_t>(0), r.stat.version}};
-            b::multi(p, std::move(again), ec);
-            if (!ec || ec == errc::node_exists) return;
-        }
-        if (ec == errc::bad_version || ec == errc::node_exists) {
-            // Someone counted down meanwhile: read again. A short, growing pause past the first
-            // tries spreads many contenders apart.
-            if (attempt >= 3) std::this_thread::sleep_for(std::chrono::microseconds(100 << std::min(attempt - 3, 6)));
-            continue;
-        }
-        if (ec == errc::no_node) throw zkr::system_error(ec, "zkr::count_down_latch::count_down: " + quoted_path(path_) + " was deleted");
-        // The client's retry policy gave up on a lost connection: our key says whether it was
-        // applied; this call cannot know.
-        if (b::in_doubt(ec))
-            throw zkr::system_error(make_error_code(errc::outcome_unknown),
-                                    "zkr::count_down_latch::count_down " + quoted_path(path_) + " (the retry policy gave up resending it after: " +
-                                        ec.message() + "; " + quoted_path(key) + " says whether it was applied)");
-        throw zkr::system_error(ec, "zkr::count_down_latch::count_down " + quoted_path(path_));
+        if (a.pause.count() > 0) std::this_thread::sleep_for(a.pause);
+        detail::counter_reply r;
+        std::visit(
+            [&](const auto& s) {
+                using S = std::decay_t<decltype(s)>;
+                if constexpr (std::is_same_v<S, detail::counter_step::read>) r.value = b::get_data(p, s.path, r.error);
+                else if constexpr (std::is_same_v<S, detail::counter_step::create>) r.value = b::create(p, s.path, s.data, s.mode, r.error);
+                else if constexpr (std::is_same_v<S, detail::counter_step::write>) r.value = b::multi(p, s.ops, r.error);
+            },
+            a.next);
+        a = machine.on(r);
     }
 }
 
