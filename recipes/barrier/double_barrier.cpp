@@ -68,6 +68,18 @@ barrier_reply reply_error(error_code ec) {
     return r;
 }
 
+// The reusable layout's transactions (double_barrier_fsm.hpp says what each checks).
+std::vector<multi_op> transaction(const barrier_step::join& s) {
+    return {op::check{s.path, s.version}, op::create{s.node, "", create_mode::ephemeral}};
+}
+std::vector<multi_op> transaction(const barrier_step::close_round& s) {
+    std::vector<multi_op> ops;
+    for (const auto& m : s.members) ops.push_back(op::check{m, any_version});
+    ops.push_back(op::create{s.ready, "", create_mode::persistent});
+    ops.push_back(op::set_data{s.path, s.data, s.version});
+    return ops;
+}
+
 class barrier_call : public std::enable_shared_from_this<barrier_call> {
 public:
     using answer_fn = std::function<void(error_code, const std::string& what, bool passed)>;
@@ -213,19 +225,8 @@ private:
                                                         reply.version = r.stat.version;
                                                         self->on_reply(seq, std::move(reply));
                                                     })));
-                } else if constexpr (std::is_same_v<S, barrier_step::join>) {
-                    std::vector<multi_op> ops{op::check{s.path, s.version}, op::create{s.node, "", create_mode::ephemeral}};
-                    port->multi(std::move(ops), completion<std::vector<multi_op_result>>(
-                                                    completion<std::vector<multi_op_result>>::inline_fn(
-                                                        [self, seq](error_code ec, std::vector<multi_op_result>) {
-                                                            self->on_reply(seq, reply_error(ec));
-                                                        })));
-                } else if constexpr (std::is_same_v<S, barrier_step::close_round>) {
-                    std::vector<multi_op> ops;
-                    for (const auto& m : s.members) ops.push_back(op::check{m, any_version});
-                    ops.push_back(op::create{s.ready, "", create_mode::persistent});
-                    ops.push_back(op::set_data{s.path, s.data, s.version});
-                    port->multi(std::move(ops), completion<std::vector<multi_op_result>>(
+                } else if constexpr (std::is_same_v<S, barrier_step::join> || std::is_same_v<S, barrier_step::close_round>) {
+                    port->multi(transaction(s), completion<std::vector<multi_op_result>>(
                                                     completion<std::vector<multi_op_result>>::inline_fn(
                                                         [self, seq](error_code ec, std::vector<multi_op_result>) {
                                                             self->on_reply(seq, reply_error(ec));

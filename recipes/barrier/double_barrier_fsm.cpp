@@ -36,6 +36,10 @@ void double_barrier_fsm::set_dir(std::string dir) {
 
 double_barrier_fsm::request double_barrier_fsm::start() {
     if (leaving_) return list_again();
+    return make_parents();
+}
+
+double_barrier_fsm::request double_barrier_fsm::make_parents() {
     phase_ = phase::making_parents;
     return barrier_step::make_parents{path_};
 }
@@ -191,14 +195,12 @@ double_barrier_fsm::request double_barrier_fsm::on_phase(const barrier_reply& r)
     case phase::reading_round:
         if (r.error) return fail(r.error, "reading " + quoted_path(path_));
         if (!r.exists) {  // reaped (empty) since it was made: made again
-            phase_ = phase::making_parents;
-            return barrier_step::make_parents{path_};
+            return make_parents();
         }
         return enter_round(r.version);
     case phase::making_round:
         if (r.error == errc::no_node) {  // the path was reaped meanwhile
-            phase_ = phase::making_parents;
-            return barrier_step::make_parents{path_};
+            return make_parents();
         }
         if (r.error && r.error != errc::node_exists) return fail(r.error, "creating " + quoted_path(dir_));
         return join_round();
@@ -211,8 +213,7 @@ double_barrier_fsm::request double_barrier_fsm::on_phase(const barrier_reply& r)
         }
         if (r.error == errc::no_node) {  // the round's node (or the path) was reaped meanwhile
             own_ = false;
-            phase_ = phase::making_parents;
-            return barrier_step::make_parents{path_};
+            return make_parents();
         }
         // node_exists: our join was resent after a lost reply (the uuid is ours alone).
         if (r.error && r.error != errc::node_exists) return fail(r.error, "joining " + quoted_path(dir_));
@@ -221,8 +222,7 @@ double_barrier_fsm::request double_barrier_fsm::on_phase(const barrier_reply& r)
     case phase::creating_own:
         if (r.error == errc::no_node && !parents_retried_) {  // the container was reaped meanwhile
             parents_retried_ = true;
-            phase_ = phase::making_parents;
-            return barrier_step::make_parents{path_};
+            return make_parents();
         }
         // node_exists: our create was resent after a lost reply (the uuid is ours alone).
         if (r.error && r.error != errc::node_exists) return fail(r.error, "creating " + quoted_path(node_));
@@ -233,8 +233,7 @@ double_barrier_fsm::request double_barrier_fsm::on_phase(const barrier_reply& r)
             // The container was reaped: our node went with an expired session and was its last
             // child. Enter again: the container and our node made anew.
             parents_retried_ = false;
-            phase_ = phase::making_parents;
-            return barrier_step::make_parents{path_};
+            return make_parents();
         }
         if (leaving_ && r.error == errc::no_node) {
             own_ = false;

@@ -116,6 +116,7 @@ private:
     request answer_after_own_delete(barrier_step::done d);
     request finish(bool passed, std::string delete_after = {});
     request list_again();
+    request make_parents();
     request enter_round(std::int32_t version);
     request join_round();
     void set_dir(std::string dir);
