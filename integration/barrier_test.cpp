@@ -724,6 +724,9 @@ TEST_CASE("barrier and latch: async waits complete on the node, are cancelled wi
     boost::asio::cancellation_signal cancel;
     auto cancelled = up.async_wait(boost::asio::bind_cancellation_slot(cancel.slot(), boost::asio::use_future));
     REQUIRE(eventually([&] { return cluster.watch_count(0) == before + 1; }));
+    // Answered after the wait's read (one session, one order), so its reply has been taken too:
+    // the cancellation finds the watch armed (else the wait drops it on its reply, unseen here).
+    c.exists("/async/up");
     cancel.emit(boost::asio::cancellation_type::terminal);
     REQUIRE(cancelled.wait_for(10s) == std::future_status::ready);
     try {

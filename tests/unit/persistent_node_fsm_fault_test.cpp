@@ -124,6 +124,10 @@ enum class fault {
     // A create: the session expires before it is applied, the session layer sends it again on
     // the next session, where it lands; close() comes before the machine hears of the new session.
     create_lands_on_next_then_close,
+    // While the machine rests on its node, on the same session: someone deletes it and a rival's
+    // node takes the path at once; close() comes while the machine waits that node out (neither
+    // the close's delete nor its settling read may remove the rival's node).
+    taken_by_rival_then_close,
 };
 
 const char* name(fault f) {
@@ -146,6 +150,7 @@ const char* name(fault f) {
         case fault::resent_after_expiry: return "a write resent after an unnoticed expiry";
         case fault::resent_then_close: return "a write and a delete resent after an unnoticed expiry";
         case fault::create_lands_on_next_then_close: return "a create resent on the next session, then closed";
+        case fault::taken_by_rival_then_close: return "deleted, a rival's node at its path, then closed";
     }
     return "?";
 }
@@ -216,6 +221,10 @@ struct run {
         }
         if (now == fault::resent_after_expiry || now == fault::resent_then_close) {
             resend_at_rest = true;  // once the machine rests on its node (see expire_unnoticed())
+            now = fault::none;
+        }
+        if (now == fault::taken_by_rival_then_close) {
+            take_at_rest = true;  // once the machine rests on its node (see take_by_rival())
             now = fault::none;
         }
         switch (now) {
@@ -375,6 +384,18 @@ struct run {
         resent = true;
     }
 
+    // While the machine rests on its node: someone deletes it (its watch fires) and a rival's
+    // node takes the path at once, on our live session; close() once it rests again, waiting
+    // that node out.
+    void take_by_rival() {
+        const std::string ours = fsm.actual();
+        if (ours.empty() || !m.has(ours) || !m.nodes[ours].ours) return;
+        m.erase(ours);
+        m.nodes[ours] = {"rival", rival_session, false};
+        close_at_rest = true;
+        taken = true;
+    }
+
     void close() {
         if (fsm.closed()) return;
         leftovers(fsm.close());
@@ -411,6 +432,11 @@ struct run {
                 if (resend_at_rest && !fsm.busy()) {
                     resend_at_rest = false;
                     expire_unnoticed();
+                    continue;
+                }
+                if (take_at_rest && !fsm.busy()) {
+                    take_at_rest = false;
+                    take_by_rival();
                     continue;
                 }
                 if (close_at_rest && !fsm.closed()) {  // close() before the retry or reconnection
@@ -470,6 +496,8 @@ struct run {
     bool resend_at_rest = false;
     bool resent = false;    // the resent_* faults found a node of ours
     bool landed_on_next = false;  // create_lands_on_next_then_close hit a create
+    bool take_at_rest = false;
+    bool taken = false;  // taken_by_rival_then_close found a node of ours
     std::vector<persistent_node_fsm::request> pending;
 };
 
@@ -510,7 +538,8 @@ TEST_CASE("persistent node machine: a fault at any request leaves exactly its no
                             fault::changed_by_someone, fault::new_data,         fault::close_in_flight,
                             fault::close_reply_lost,   fault::close_on_resend,  fault::close_before_retry,
                             fault::replaced_by_rival,  fault::replaced_then_close, fault::resent_after_expiry,
-                            fault::resent_then_close,  fault::create_lands_on_next_then_close};
+                            fault::resent_then_close,  fault::create_lands_on_next_then_close,
+                            fault::taken_by_rival_then_close};
     const create_mode modes[] = {create_mode::persistent, create_mode::ephemeral, create_mode::persistent_sequential,
                                  create_mode::ephemeral_sequential};
     std::map<fault, int> injected;  // runs where the fault did happen: none of them is vacuous
@@ -531,7 +560,9 @@ TEST_CASE("persistent node machine: a fault at any request leaves exactly its no
                         bool replaces = f == fault::replaced_by_rival || f == fault::replaced_then_close;
                         bool resends = f == fault::resent_after_expiry || f == fault::resent_then_close;
                         bool lands = f == fault::create_lands_on_next_then_close;
-                        if (r.faulted && (!replaces || r.replaced) && (!resends || r.resent) && (!lands || r.landed_on_next))
+                        bool takes = f == fault::taken_by_rival_then_close;
+                        if (r.faulted && (!replaces || r.replaced) && (!resends || r.resent) && (!lands || r.landed_on_next) &&
+                            (!takes || r.taken))
                             ++injected[f];
                     }
                 }
