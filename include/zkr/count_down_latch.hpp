@@ -54,13 +54,15 @@ public:
     /// Lowers the count by one, exactly once per call even when a reply is lost and the request
     /// resent; nothing once it is 0. Throws zkr::system_error: no_node when the latch has no
     /// count yet (the count-down is not kept for later), bad_arguments when its node does not
-    /// hold an 8-byte count, outcome_unknown when the retry policy gave up resending it (it may
-    /// have been applied: do not count down again for it).
+    /// hold an 8-byte count, outcome_unknown when the retry policy gave up resending it or the
+    /// client closed before its answer (it may have been applied: do not count down again for
+    /// it; its "cd-<uuid>" child, named in the message, says whether it was).
     void count_down();
     /// count_down() blocking nothing: the same machine (recipes/barrier/count_down_fsm.hpp), so
     /// the same promises, but a lost race reads again at once (count_down() pauses its own thread
     /// a little past the first few). Handler: void(zkr::error_code) — the errors count_down()
-    /// throws, errc::client_closed when the client closes first. Not cancellable (a write: once
+    /// throws; errc::client_closed when the client closed before it was sent (a transaction
+    /// already sent is outcome_unknown). Not cancellable (a write: once
     /// sent, only its answer can say whether it was applied). The handler runs on its associated
     /// executor, by default the client's, never on the ZooKeeper C client's threads; the latch
     /// object may go before it completes.
@@ -97,7 +99,10 @@ public:
     /// The count left (0 for a latch with no count). Throws zkr::system_error.
     std::int64_t count() const;
     /// Deletes the latch, its count-downs and its release, so the path can serve again. Throws
-    /// zkr::system_error.
+    /// zkr::system_error. Not while count-downs of the old latch may still be in flight: one whose
+    /// reply was lost and that the session layer resends could land on a latch set again at the
+    /// same data version, whose count it would lower (its key child, deleted with the old latch,
+    /// no longer tells it apart).
     void remove();
     /// The latch's path.
     const std::string& path() const noexcept { return path_; }

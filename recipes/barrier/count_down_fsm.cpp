@@ -107,8 +107,10 @@ count_down_fsm::action count_down_fsm::on_write(const counter_reply& r) {
     // applied; this call cannot know.
     std::string what = " ";  // (appended, not " " + ...: GCC 12 warns falsely on that one)
     what += quoted_path(path_);
-    if (blocking::in_doubt(r.error)) {
-        what += " (the retry policy gave up resending it after: ";
+    // Given up on (the retry policy, or the client closing while it was sent or to be resent):
+    // it may have been applied.
+    if (blocking::in_doubt(r.error) || r.error == errc::client_closed) {
+        what += r.error == errc::client_closed ? " (the client closed before its answer: " : " (the retry policy gave up resending it after: ";
         what += r.error.message();
         what += "; " + quoted_path(key_) + " says whether it was applied)";
         return fail(make_error_code(errc::outcome_unknown), std::move(what));

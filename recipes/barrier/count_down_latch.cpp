@@ -59,11 +59,9 @@ private:
     void run(count_down_fsm::action a) {
         if (auto* d = std::get_if<counter_step::done>(&a.next)) return (*done_)(d->error);
         auto port = port_.lock();
-        if (!port || port->closed()) {
-            counter_reply r;
-            r.error = make_error_code(errc::client_closed);
-            return feed(std::move(r));
-        }
+        // Closed before this request is sent: nothing of it can land (an earlier try of a
+        // transaction the machine gave up on is the machine's to report, as outcome_unknown).
+        if (!port || port->closed()) return (*done_)(make_error_code(errc::client_closed));
         std::visit(
             [&](const auto& s) {
                 using S = std::decay_t<decltype(s)>;

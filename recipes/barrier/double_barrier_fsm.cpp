@@ -1,5 +1,6 @@
 #include "double_barrier_fsm.hpp"
 
+#include "toolkit/blocking.hpp"
 #include "zkr/path.hpp"
 
 #include <algorithm>
@@ -47,6 +48,7 @@ double_barrier_fsm::request double_barrier_fsm::make_parents() {
 double_barrier_fsm::request double_barrier_fsm::enter_round(std::int32_t version) {
     version_ = version;
     joined_ = false;
+    round_moved_ = false;
     own_ = false;
     set_dir(join_path(path_, "round-" + std::to_string(version)));
     phase_ = phase::making_round;
@@ -132,9 +134,11 @@ double_barrier_fsm::request double_barrier_fsm::evaluate_enter(const std::vector
         if (ours) joined_ = true;
         else own_ = false;
         // In this round and it closed: through (our node may have gone with an expired session
-        // after the group was complete). Never joined: the round closed before us, the next one.
+        // after the group was complete). Never joined, or the path's version moved with no
+        // "ready" here (the round left, or the path reaped and made anew: its version starts
+        // again, so a moved version alone proves nothing): the next round.
         if (!ours && ready && joined_) return finish(true);
-        if (!ours && !joined_) {
+        if (!ours && (!joined_ || round_moved_)) {
             phase_ = phase::reading_round;
             return barrier_step::read_round{path_};
         }
@@ -206,10 +210,11 @@ double_barrier_fsm::request double_barrier_fsm::on_phase(const barrier_reply& r)
         return join_round();
     case phase::joining:
         if (r.error == errc::bad_version) {
-            // The round closed. In it already (a resent join whose first landed, or our node
-            // gone with its session after the round was complete): through. Else the next one.
-            if (joined_) return finish(true);
-            return list_again();  // our first join may have landed before its reply was lost
+            // The path's version moved: the round closed, or the path was reaped and made anew.
+            // Its listing decides: our node there (a resent join whose first landed), or
+            // "ready" with us in it: through; else the next round.
+            round_moved_ = true;
+            return list_again();
         }
         if (r.error == errc::no_node) {  // the round's node (or the path) was reaped meanwhile
             own_ = false;
@@ -246,6 +251,9 @@ double_barrier_fsm::request double_barrier_fsm::on_phase(const barrier_reply& r)
         // with its session): look again. bad_version: the group's nodes were all there (checked
         // first), but something else moved the path's version: the group was complete all the same.
         if (reusable_ && r.error == errc::no_node) return list_again();
+        // Given up on (connection trouble): it may have been applied, and the others may be
+        // through counting us. The listing decides ("ready" there: through); failing there, it fails.
+        if (blocking::in_doubt(r.error)) return list_again();
         if (r.error && r.error != errc::node_exists && !(reusable_ && r.error == errc::bad_version))
             return fail(r.error, "creating " + quoted_path(ready_));
         return finish(true);

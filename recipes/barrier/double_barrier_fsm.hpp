@@ -128,6 +128,7 @@ private:
     bool reusable_;
     std::int32_t version_ = 0;  // reusable: the round's number
     bool joined_ = false;       // reusable: our node was in this round
+    bool round_moved_ = false;  // reusable: a join found the path's version moved
     phase phase_ = phase::idle;
     bool own_ = false;  // our node may exist
     bool parents_retried_ = false;

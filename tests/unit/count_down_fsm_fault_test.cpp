@@ -40,7 +40,7 @@ struct model {
     bool ours_applied() const { return children.count(our_key) > 0; }
 };
 
-enum class fault { none, gave_up_before, gave_up_after, reply_lost_resent, rival_before };
+enum class fault { none, gave_up_before, gave_up_after, closed_after, reply_lost_resent, rival_before };
 
 counter_reply serve(model& m, const count_down_fsm::request& q) {
     counter_reply x;
@@ -123,6 +123,11 @@ outcome run(model& m, fault f, int at) {
             r = counter_reply{};
             r.error = make_error_code(errc::connection_loss);
             break;
+        case fault::closed_after:  // applied; the client closes before its answer
+            serve(m, a.next);
+            r = counter_reply{};
+            r.error = make_error_code(errc::client_closed);
+            break;
         case fault::reply_lost_resent:
             serve(m, a.next);
             r = serve(m, a.next);
@@ -139,6 +144,7 @@ const char* name_of(fault f) {
     case fault::none: return "none";
     case fault::gave_up_before: return "given up before it was applied";
     case fault::gave_up_after: return "given up after it was applied";
+    case fault::closed_after: return "the client closed after it was applied";
     case fault::reply_lost_resent: return "reply lost, resent";
     case fault::rival_before: return "a rival count-down first";
     }
@@ -165,7 +171,8 @@ model start(int scenario) {
 
 TEST_CASE("count-down machine: a fault at any request counts ours down at most once, exactly once when it says done",
           "[count_down_latch][faults]") {
-    const fault faults[] = {fault::gave_up_before, fault::gave_up_after, fault::reply_lost_resent, fault::rival_before};
+    const fault faults[] = {fault::gave_up_before, fault::gave_up_after, fault::closed_after, fault::reply_lost_resent,
+                            fault::rival_before};
     for (int scenario = 0; scenario < 4; ++scenario) {
         auto clean_model = start(scenario);
         const auto before = clean_model.value;
@@ -189,10 +196,10 @@ TEST_CASE("count-down machine: a fault at any request counts ours down at most o
                 } else if (o.done.error == errc::outcome_unknown) {
                     // Only a transaction given up on leaves it open (applied or not: the client
                     // cannot tell), and the message names the key that says which.
-                    CHECK((f == fault::gave_up_after || f == fault::gave_up_before));
+                    CHECK((f == fault::gave_up_after || f == fault::gave_up_before || f == fault::closed_after));
                     CHECK_THAT(o.done.what, Catch::Contains(our_key));
                 } else {
-                    CHECK(o.done.error == errc::connection_loss);
+                    CHECK((o.done.error == errc::connection_loss || (f == fault::closed_after && o.done.error == errc::client_closed)));
                     CHECK_FALSE(m.ours_applied());  // failed: not applied
                 }
                 if (m.value == 0 && !o.done.error) CHECK(m.children.count(released));

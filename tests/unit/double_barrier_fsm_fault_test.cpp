@@ -52,6 +52,7 @@ struct rounds_model {
 
     std::map<std::string, std::size_t> closed_with;  // round -> its members when it closed
     bool joined_a_closed_round = false;              // a node of ours made in a round already closed
+    bool closed_by_us = false;                       // a round closed by the machine's own transaction
     int arrivals = 0;
 
     static std::string round_path(std::int32_t v) { return join_path(barrier_path, "round-" + std::to_string(v)); }
@@ -89,7 +90,9 @@ struct rounds_model {
     }
 };
 
-enum class fault { none, gave_up, expired_before, reply_lost_resent, abandoned_in_flight, round_closes_before, other_gives_up_before };
+enum class fault {
+    none, gave_up, gave_up_after_applied, expired_before, reply_lost_resent, abandoned_in_flight, round_closes_before, other_gives_up_before
+};
 
 struct outcome {
     barrier_step::done done;
@@ -172,7 +175,10 @@ barrier_reply apply(rounds_model& m, const double_barrier_fsm::request& q, World
                 if (!group_there) error(errc::no_node);
                 else if (m.rounds[dir].ready) error(errc::node_exists);
                 else if (m.version != s.version) error(errc::bad_version);
-                else m.close(dir);
+                else {
+                    m.close(dir);
+                    m.closed_by_us = true;
+                }
             } else if constexpr (std::is_same_v<S, barrier_step::list>) {
                 auto it = m.rounds.find(s.path);
                 if (it == m.rounds.end()) {
@@ -254,6 +260,14 @@ outcome run(Model& m, bool leaving, int member_count, fault f, int at, World wor
                 r.error = make_error_code(errc::connection_loss);
             }
             break;
+        case fault::gave_up_after_applied:
+            // Applied, then its answer lost for good (the retry policy gave up resending it).
+            r = apply(m, next, world);
+            if (!std::holds_alternative<barrier_step::wait>(next) && !std::holds_alternative<barrier_step::remove_own>(next)) {
+                r = barrier_reply{};
+                r.error = make_error_code(errc::connection_loss);
+            }
+            break;
         case fault::reply_lost_resent:
             if (std::holds_alternative<barrier_step::wait>(next)) {
                 r = apply(m, next, world);
@@ -270,11 +284,13 @@ outcome run(Model& m, bool leaving, int member_count, fault f, int at, World wor
     return o;
 }
 
-const fault all_faults[] = {fault::gave_up, fault::expired_before, fault::reply_lost_resent, fault::abandoned_in_flight};
+const fault all_faults[] = {fault::gave_up, fault::gave_up_after_applied, fault::expired_before, fault::reply_lost_resent,
+                            fault::abandoned_in_flight};
 const char* name_of(fault f) {
     switch (f) {
     case fault::none: return "none";
     case fault::gave_up: return "given up";
+    case fault::gave_up_after_applied: return "given up after it was applied";
     case fault::expired_before: return "session expired before";
     case fault::reply_lost_resent: return "reply lost, resent";
     case fault::abandoned_in_flight: return "deadline while in flight";
@@ -453,8 +469,9 @@ TEST_CASE("reusable double barrier machine: a fault at any request of an enter n
     auto clean = run(clean_model, false, 4, fault::none, -1, one_arrives);
     REQUIRE(clean.done.passed);
     REQUIRE(clean.done.round == rounds_model::round_path(3));
-    const fault reusable_faults[] = {fault::gave_up, fault::expired_before, fault::reply_lost_resent, fault::abandoned_in_flight,
-                                     fault::round_closes_before, fault::other_gives_up_before};
+    const fault reusable_faults[] = {fault::gave_up,         fault::gave_up_after_applied, fault::expired_before,
+                                     fault::reply_lost_resent, fault::abandoned_in_flight, fault::round_closes_before,
+                                     fault::other_gives_up_before};
     for (fault f : reusable_faults) {
         for (int at = 0; at < clean.steps + 4; ++at) {
             INFO(name_of(f) << " at request " << at);
@@ -475,6 +492,9 @@ TEST_CASE("reusable double barrier machine: a fault at any request of an enter n
                 if (f != fault::expired_before) CHECK(ours.size() == 1);
             } else {
                 CHECK(ours.empty());
+                // A round it closed let the others through counting it: it is through as well
+                // (its answer lost or not), never told it failed.
+                CHECK_FALSE(m.closed_by_us);
                 if (f == fault::abandoned_in_flight) CHECK_FALSE(o.done.error);
                 else CHECK(o.done.error == errc::connection_loss);
             }
@@ -520,5 +540,58 @@ TEST_CASE("reusable double barrier machine: a fault at any request of a leave wa
                 CHECK(o.done.error == errc::connection_loss);
             }
         }
+    }
+}
+
+TEST_CASE("reusable double barrier machine: a rejoin that finds the path's version moved passes only on its round's ready",
+          "[double_barrier][faults]") {
+    // Joined round 5; its session expired (our node gone), and the listing shows neither it nor
+    // "ready": it joins again. Meanwhile the path was reaped and made anew (its version starts
+    // again): the rejoin's check fails. That proves no round closed: it must not pass.
+    double_barrier_fsm machine(barrier_path, our_name, 3, false, false, true);
+    auto next = machine.start();
+    REQUIRE(std::holds_alternative<barrier_step::make_parents>(next));
+    next = machine.on({});
+    REQUIRE(std::holds_alternative<barrier_step::read_round>(next));
+    barrier_reply read;
+    read.exists = true;
+    read.version = 5;
+    next = machine.on(read);
+    REQUIRE(std::holds_alternative<barrier_step::create>(next));  // the round's node
+    next = machine.on({});
+    REQUIRE(std::holds_alternative<barrier_step::join>(next));
+    next = machine.on({});
+    REQUIRE(std::holds_alternative<barrier_step::list>(next));
+    barrier_reply listed;
+    listed.children = {our_name, "m-a"};
+    next = machine.on(listed);
+    REQUIRE(std::holds_alternative<barrier_step::wait>(next));
+    barrier_reply fired;
+    fired.fired = true;
+    next = machine.on(fired);
+    REQUIRE(std::holds_alternative<barrier_step::list>(next));
+    listed.children = {"m-a"};  // ours gone with its session
+    next = machine.on(listed);
+    REQUIRE(std::holds_alternative<barrier_step::join>(next));  // again, if still open
+    barrier_reply moved;
+    moved.error = make_error_code(errc::bad_version);
+    next = machine.on(moved);
+    REQUIRE(std::holds_alternative<barrier_step::list>(next));  // not through on the version alone
+    SECTION("its round has no ready (the path made anew): the next round") {
+        barrier_reply gone;
+        gone.error = make_error_code(errc::no_node);
+        next = machine.on(gone);
+        CHECK(std::holds_alternative<barrier_step::make_parents>(next));  // entered anew, never through
+    }
+    SECTION("its round's listing shows no ready and not us: the next round") {
+        listed.children = {"m-a"};
+        next = machine.on(listed);
+        CHECK(std::holds_alternative<barrier_step::read_round>(next));
+    }
+    SECTION("its round closed with us in it: through") {
+        listed.children = {"m-a", "m-b", "ready"};
+        next = machine.on(listed);
+        REQUIRE(std::holds_alternative<barrier_step::done>(next));
+        CHECK(std::get<barrier_step::done>(next).passed);
     }
 }
