@@ -16,6 +16,7 @@
 #include "zkr/log.hpp"
 #include "zkr/path.hpp"
 
+#include <algorithm>
 #include <condition_variable>
 #include <future>
 #include <mutex>
@@ -241,7 +242,10 @@ private:
             keep = !closed && !ec && r.exists && ws;
             // A second chain's watch on the same node: the first one goes (the server keeps the
             // one both stand for), so close() removing the last leaves none on the server.
-            if (keep) replaced = std::exchange(watch_, ws);
+            if (keep) {
+                replaced = std::exchange(watch_, ws);
+                retry_delay_ = std::chrono::milliseconds(500);
+            }
             next = fsm_.watched(session, ec, r.exists);
         }
         if (replaced && replaced != ws) {
@@ -270,8 +274,16 @@ private:
         carry_out(*port, std::move(next));
     }
 
+    // 500 ms, doubled at each retry in a row up to 8 s (a node whose watch is refused retries
+    // until watches free up: not twice a second for ever); back to 500 ms once it is watched.
     void arm_retry() {
-        retry_.arm(std::chrono::milliseconds(500), [weak = weak_from_this()] {
+        std::chrono::milliseconds delay;
+        {
+            std::lock_guard lock(mutex_);
+            delay = retry_delay_;
+            retry_delay_ = std::min(retry_delay_ * 2, std::chrono::milliseconds(8000));
+        }
+        retry_.arm(delay, [weak = weak_from_this()] {
             auto self = weak.lock();
             if (!self) return;
             auto port = self->port_.lock();
@@ -290,6 +302,7 @@ private:
     bool started_ = false;
     std::shared_ptr<watch_state> watch_;  // the watch of the machine's last watch step
     retry_timer retry_;
+    std::chrono::milliseconds retry_delay_{500};  // under mutex_
     subscription session_subscription_;
 };
 
