@@ -225,6 +225,10 @@ private:
                                                         reply.version = r.stat.version;
                                                         self->on_reply(seq, std::move(reply));
                                                     })));
+                } else if constexpr (std::is_same_v<S, barrier_step::remove_round>) {
+                    port->remove(s.path, any_version, completion<>(completion<>::inline_fn([self, seq](error_code ec) {
+                                     self->on_reply(seq, reply_error(ec));
+                                 })));
                 } else if constexpr (std::is_same_v<S, barrier_step::join> || std::is_same_v<S, barrier_step::close_round>) {
                     port->multi(transaction(s), completion<std::vector<multi_op_result>>(
                                                     completion<std::vector<multi_op_result>>::inline_fn(

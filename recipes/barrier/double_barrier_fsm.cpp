@@ -49,6 +49,7 @@ double_barrier_fsm::request double_barrier_fsm::enter_round(std::int32_t version
     version_ = version;
     joined_ = false;
     round_moved_ = false;
+    made_round_ = false;
     own_ = false;
     set_dir(join_path(path_, "round-" + std::to_string(version)));
     phase_ = phase::making_round;
@@ -139,6 +140,11 @@ double_barrier_fsm::request double_barrier_fsm::evaluate_enter(const std::vector
         // again, so a moved version alone proves nothing): the next round.
         if (!ours && ready && joined_) return finish(true);
         if (!ours && (!joined_ || round_moved_)) {
+            if (made_round_ && children.empty()) {  // made by us for a round gone by: never reaped
+                made_round_ = false;
+                phase_ = phase::removing_round;
+                return barrier_step::remove_round{dir_};
+            }
             phase_ = phase::reading_round;
             return barrier_step::read_round{path_};
         }
@@ -207,7 +213,11 @@ double_barrier_fsm::request double_barrier_fsm::on_phase(const barrier_reply& r)
             return make_parents();
         }
         if (r.error && r.error != errc::node_exists) return fail(r.error, "creating " + quoted_path(dir_));
+        made_round_ = !r.error;
         return join_round();
+    case phase::removing_round:  // whatever the answer (not_empty: someone joined it after all)
+        phase_ = phase::reading_round;
+        return barrier_step::read_round{path_};
     case phase::joining:
         if (r.error == errc::bad_version) {
             // The path's version moved: the round closed, or the path was reaped and made anew.

@@ -41,6 +41,9 @@ struct list {
 struct watch_node { std::string path; };  ///< exists() with a watch
 /// Reusable mode: exists(`path`), no watch: the open round is its data version.
 struct read_round { std::string path; };
+/// Reusable mode: delete the round's node `path` (any version): one we made empty for a round
+/// that had closed (ZooKeeper never reaps a container that never had a child).
+struct remove_round { std::string path; };
 /// Reusable mode: a multi of check(`path`, `version`) and create(`node`, ephemeral).
 struct join {
     std::string path;
@@ -82,7 +85,7 @@ class double_barrier_fsm {
 public:
     using request = std::variant<barrier_step::make_parents, barrier_step::create, barrier_step::list,
                                  barrier_step::watch_node, barrier_step::wait, barrier_step::remove_own, barrier_step::read_round,
-                                 barrier_step::join, barrier_step::close_round, barrier_step::done>;
+                                 barrier_step::join, barrier_step::close_round, barrier_step::remove_round, barrier_step::done>;
 
     /// `once`: a zero timeout — enter lists once and gives up instead of waiting. `reusable`: the
     /// rounds' layout (else Curator's); a reusable leave is given the `round` its enter passed in.
@@ -103,7 +106,7 @@ public:
 private:
     enum class phase {
         idle, making_parents, creating_own, listing, making_ready, waiting, watching, removing, finished,
-        reading_round, making_round, joining  // reusable mode
+        reading_round, making_round, joining, removing_round  // reusable mode
     };
 
     request on_phase(const barrier_reply& r);
@@ -129,6 +132,7 @@ private:
     std::int32_t version_ = 0;  // reusable: the round's number
     bool joined_ = false;       // reusable: our node was in this round
     bool round_moved_ = false;  // reusable: a join found the path's version moved
+    bool made_round_ = false;   // reusable: the round's node is one we made
     phase phase_ = phase::idle;
     bool own_ = false;  // our node may exist
     bool parents_retried_ = false;

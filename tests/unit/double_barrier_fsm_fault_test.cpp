@@ -45,6 +45,7 @@ struct rounds_model {
     struct round {
         bool ready = false;
         std::set<std::string> members;
+        bool used = false;  // had a child once: ZooKeeper reaps only such containers
     };
     bool path_exists = false;
     std::int32_t version = 0;
@@ -58,6 +59,7 @@ struct rounds_model {
     static std::string round_path(std::int32_t v) { return join_path(barrier_path, "round-" + std::to_string(v)); }
     void close(const std::string& dir) {
         rounds[dir].ready = true;
+        rounds[dir].used = true;
         closed_with[dir] = rounds[dir].members.size();
         ++version;
     }
@@ -68,9 +70,17 @@ struct rounds_model {
         while (rounds[dir].members.size() < n) rounds[dir].members.insert("m-other-" + std::to_string(++arrivals));
         close(dir);
     }
+    // The open round closes, everyone in it leaves and the server reaps it.
+    void close_and_reap(std::size_t n) {
+        if (!path_exists) return;
+        auto dir = round_path(version);
+        fill_and_close(n);
+        rounds.erase(dir);
+    }
     round& open() { return rounds[round_path(version)]; }
     void reap(const std::string& dir) {
-        if (auto it = rounds.find(dir); it != rounds.end() && it->second.members.empty() && !it->second.ready) rounds.erase(it);
+        if (auto it = rounds.find(dir); it != rounds.end() && it->second.used && it->second.members.empty() && !it->second.ready)
+            rounds.erase(it);
     }
     void expire() {
         std::vector<std::string> dirs;
@@ -91,7 +101,8 @@ struct rounds_model {
 };
 
 enum class fault {
-    none, gave_up, gave_up_after_applied, expired_before, reply_lost_resent, abandoned_in_flight, round_closes_before, other_gives_up_before
+    none, gave_up, gave_up_after_applied, expired_before, reply_lost_resent, abandoned_in_flight, round_closes_before,
+    round_reaped_before, other_gives_up_before
 };
 
 struct outcome {
@@ -164,6 +175,7 @@ barrier_reply apply(rounds_model& m, const double_barrier_fsm::request& q, World
                 else if (m.rounds[dir].members.count(name)) error(errc::node_exists);
                 else {
                     m.rounds[dir].members.insert(name);
+                    m.rounds[dir].used = true;
                     if (m.rounds[dir].ready || m.closed_with.count(dir)) m.joined_a_closed_round = true;
                 }
             } else if constexpr (std::is_same_v<S, barrier_step::close_round>) {
@@ -179,6 +191,11 @@ barrier_reply apply(rounds_model& m, const double_barrier_fsm::request& q, World
                     m.close(dir);
                     m.closed_by_us = true;
                 }
+            } else if constexpr (std::is_same_v<S, barrier_step::remove_round>) {
+                auto it = m.rounds.find(s.path);
+                if (it == m.rounds.end()) error(errc::no_node);
+                else if (!it->second.members.empty() || it->second.ready) error(errc::not_empty);
+                else m.rounds.erase(it);
             } else if constexpr (std::is_same_v<S, barrier_step::list>) {
                 auto it = m.rounds.find(s.path);
                 if (it == m.rounds.end()) {
@@ -234,6 +251,7 @@ outcome run(Model& m, bool leaving, int member_count, fault f, int at, World wor
         if (here == fault::expired_before) m.expire();
         if constexpr (std::is_same_v<Model, rounds_model>) {
             if (here == fault::round_closes_before) m.fill_and_close(member_count);  // the others are quicker
+            if (here == fault::round_reaped_before) m.close_and_reap(member_count);   // and gone already
             if (here == fault::other_gives_up_before) {  // "m-a" times out, its node deleted
                 for (auto& [dir, r] : m.rounds) r.members.erase("m-a");
             }
@@ -251,6 +269,7 @@ outcome run(Model& m, bool leaving, int member_count, fault f, int at, World wor
         case fault::none:
         case fault::expired_before:
         case fault::round_closes_before:
+        case fault::round_reaped_before:
         case fault::other_gives_up_before:
         case fault::abandoned_in_flight: r = apply(m, next, world); break;
         case fault::gave_up:
@@ -295,6 +314,7 @@ const char* name_of(fault f) {
     case fault::reply_lost_resent: return "reply lost, resent";
     case fault::abandoned_in_flight: return "deadline while in flight";
     case fault::round_closes_before: return "the round closed by others before";
+    case fault::round_reaped_before: return "the round closed, left and reaped before";
     case fault::other_gives_up_before: return "another member gave up before";
     }
     return "?";
@@ -457,6 +477,7 @@ rounds_model round_three_two_in() {
     m.path_exists = true;
     m.version = 3;
     m.rounds[rounds_model::round_path(3)].members = {"m-a", "m-b"};
+    m.rounds[rounds_model::round_path(3)].used = true;
     return m;
 }
 auto one_arrives = [](rounds_model& m) { m.open().members.insert("m-other-" + std::to_string(++m.arrivals)); };
@@ -471,14 +492,21 @@ TEST_CASE("reusable double barrier machine: a fault at any request of an enter n
     REQUIRE(clean.done.round == rounds_model::round_path(3));
     const fault reusable_faults[] = {fault::gave_up,         fault::gave_up_after_applied, fault::expired_before,
                                      fault::reply_lost_resent, fault::abandoned_in_flight, fault::round_closes_before,
-                                     fault::other_gives_up_before};
+                                     fault::round_reaped_before,  fault::other_gives_up_before};
     for (fault f : reusable_faults) {
         for (int at = 0; at < clean.steps + 4; ++at) {
             INFO(name_of(f) << " at request " << at);
             auto m = round_three_two_in();
             auto o = run(m, false, 4, f, at, one_arrives);
-            auto& three = m.rounds[rounds_model::round_path(3)].members;
-            CHECK(((three.count("m-a") || f == fault::other_gives_up_before) && three.count("m-b")));  // nobody else's node touched
+            if (f != fault::round_reaped_before) {
+                auto& three = m.rounds[rounds_model::round_path(3)].members;
+                CHECK(((three.count("m-a") || f == fault::other_gives_up_before) && three.count("m-b")));  // nobody else's node touched
+            }
+            // No round gone by left with a node that never had a child (never reaped).
+            for (auto& [dir, round] : m.rounds) {
+                INFO("round " << dir);
+                CHECK((round.used || round_number(dir) >= m.version));
+            }
             auto ours = m.rounds_of(our_name);
             if (o.done.passed) {
                 CHECK_FALSE(o.done.error);
@@ -512,6 +540,7 @@ TEST_CASE("reusable double barrier machine: a fault at any request of a leave wa
         m.rounds[rounds_model::round_path(3)].ready = true;
         m.rounds[rounds_model::round_path(3)].members = {"m-a", our_name, "m-z"};
         m.rounds[rounds_model::round_path(4)].members = {"m-quick"};
+        m.rounds[rounds_model::round_path(3)].used = m.rounds[rounds_model::round_path(4)].used = true;
         return m;
     };
     auto one_leaves = [](rounds_model& m) {
