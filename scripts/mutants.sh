@@ -56,7 +56,7 @@ node-fsm-sequential-resent-blindly~recipes/nodes/persistent_node_fsm.cpp~       
 node-fsm-stale-data-kept~recipes/nodes/persistent_node_fsm.cpp~    if (sent_gen_ != data_gen_) {~    if (false) {~unit:persistent node machine: a fault at any request*
 node-fsm-writes-unowned~recipes/nodes/persistent_node_fsm.cpp~    return owned_ ? actual_ : std::string();~    return actual_;~unit:persistent node machine: a fault at any request*
 node-fsm-close-deletes-unowned~recipes/nodes/persistent_node_fsm.cpp~    if (owned_) {\n        out.node = actual_;~    if (!actual_.empty()) {\n        out.node = actual_;~unit:persistent node machine: a fault at any request*
-node-fsm-close-removes-others~recipes/nodes/persistent_node_fsm.cpp~        if (!ec && exists && (owner == 0 || owner == session)) return node_step::remove{sent_path_, owner};~        if (!ec && exists) return node_step::remove{sent_path_, owner};~unit:persistent node machine: a fault at any request*
+node-fsm-close-removes-others~recipes/nodes/persistent_node_fsm.cpp~        if (!ec && exists && (owner == 0 || owner == session)) return node_step::remove{sent_path_, owner};~        if (!ec && exists) return node_step::remove{sent_path_, session};~unit:persistent node machine: a fault at any request*
 node-fsm-open-create-unsettled~recipes/nodes/persistent_node_fsm.cpp~    if (ec == errc::client_closed || ec == errc::no_node) return node_step::idle{};  // nothing made, or nothing more to do~    return node_step::idle{};~unit:persistent node machine: a fault at any request*
 node-fsm-session-of-send~recipes/nodes/persistent_node_fsm.cpp~    const std::int64_t of = is_ephemeral(sent_mode_) ? (owner ? owner : session) : 0;~    const std::int64_t of = is_ephemeral(sent_mode_) ? sent_session_ : 0;~unit:persistent node machine: a fault at any request*
 node-fsm-write-unbound~recipes/nodes/persistent_node_fsm.hpp~    std::int64_t node_session() const noexcept { return node_session_; }~    std::int64_t node_session() const noexcept { return 0; }~unit:persistent node machine: a fault at any request*
@@ -87,8 +87,8 @@ dbarrier-last-leaver-cut-off~recipes/barrier/double_barrier_fsm.cpp~    if (leav
 dbarrier-give-up-before-start~recipes/barrier/double_barrier_fsm.cpp~    return phase_ != phase::idle && phase_ != phase::creating_own~    return phase_ != phase::creating_own~unit:double barrier machine: the last one out*
 counter-doubt-read-failure-told-plainly~recipes/atomic/atomic_fsm.cpp~            if (r.error && r.error != errc::bad_arguments)~            if (false)~unit:atomic machine: a change whose session was lost*
 counter-queue-recursion~recipes/atomic/atomic_engine.cpp~        if (draining == this) {~        if (false) {~integration:atomic long: many async changes queued*
-latch-count-down-unkeyed~recipes/barrier/count_down_latch.cpp~        if (ec == errc::node_exists && failed == 0) return;~        if (ec == errc::node_exists && failed == 0) { key = join_path(path_, "cd-" + b::member_uuid()); continue; }~integration:count-down latch: a count-down whose reply is lost*
-latch-release-apart~recipes/barrier/count_down_latch.cpp~        if (left == 1) ops.push_back(op::create{released_, "", create_mode::persistent});~        (void)0;~integration:count-down latch: set once*
+latch-count-down-unkeyed~recipes/barrier/count_down_fsm.cpp~    if (r.error == errc::node_exists && failed == 0) return finish();  // our first try was applied; its reply was lost~    if (r.error == errc::node_exists && failed == 0) { key_ += "-again"; return read_again(); }~integration:count-down latch: a count-down whose reply is lost*
+latch-release-apart~recipes/barrier/count_down_fsm.cpp~    if (left == 1) ops.push_back(op::create{released_, "", create_mode::persistent});~    (void)0;~integration:count-down latch: set once*
 barrier-timeout-keeps-watch~recipes/toolkit/blocking.cpp~    drop_watch(port, w);\n    return watch_end::timed_out;~    return watch_end::timed_out;~integration:barrier: a wait that times out*
 async-cancel-keeps-watch~recipes/toolkit/node_wait.cpp~        drop(ws);\n        finish(make_error_code(errc::cancelled));~        finish(make_error_code(errc::cancelled));~integration:barrier and latch: async*
 observe-lost-release~recipes/toolkit/hold.cpp~        observe = h->observer && !h->lost;~        observe = h->observer != nullptr;~integration:observer: an expired session counts once*
@@ -104,7 +104,7 @@ own-watch-never-sent~recipes/toolkit/hold.cpp~        if (self && h) self->send_
 own-watch-sent-twice~recipes/toolkit/hold.cpp~        if (h->released || h->lost || std::exchange(h->watch_sent, true)) return;~        if (h->released || h->lost) return;~integration:[server_cost]
 ttl-ignored~src/requests.cpp~        if (ttl_.count() > 0)~        if (false)~integration:create_ttl: a TTL node*
 ttl-never-renewed~recipes/nodes/ttl_node.cpp~        retry_.arm(period_, [weak] {\n            if (auto self = weak.lock()) self->renew();\n        });~        (void)weak;~integration:ttl node: a container and a TTL child*
-not-empty-resent~recipes/toolkit/cleanup.cpp~        if (ec == errc::not_empty) return finish(ec);~~integration:ttl node: two keepers*
+not-empty-resent~recipes/toolkit/cleanup.cpp~        if (ec == errc::not_empty) return finish(ec);\n        if (session == 0) {\n            // A node of no session outlives them all: resent on the next, unless nothing can help.\n            if (!is_retryable(ec) && !is_session_lost(ec)) return finish(ec);~        if (session == 0) {\n            if (!is_retryable(ec) && !is_session_lost(ec) && ec != errc::not_empty) return finish(ec);~integration:ttl node: two keepers*
 ttl-container-wait-kept~recipes/nodes/ttl_node.cpp~self->stop_wait_.emit(asio::cancellation_type::all);~(void)self;~integration:ttl node: closed while it waits*
 ttl-existing-child-not-touched~recipes/nodes/ttl_node.cpp~                             if (ec == errc::node_exists) return self->touch();~                             (void)0;~integration:ttl node: a renewal whose reply is lost*
 probe-never~src/stall_probe.hpp~        if (after_.count() <= 0) return false;~        return false;~integration:stall probe: a reply the server holds*
@@ -116,6 +116,18 @@ probe-while-answers-stream~src/stall_probe.hpp~        if (in.now - in.last_sent
 promoted-never~recipes/atomic/atomic_fsm.cpp~        if (promote_attempts_ == 0 || promoted_) return finish(false, seen.value, seen.value);~        return finish(false, seen.value, seen.value);~integration:atomic long promoted to a lock*
 promoted-lock-kept~recipes/atomic/atomic_engine.cpp~    if (held) release_hold(op->locks, held);~    (void)held;~integration:atomic long promoted to a lock: a change that lost*
 promoted-stale-read~recipes/atomic/atomic_fsm.cpp~        phase_ = phase::promoted_read;  // under the lock: what the last writer left~        return loop(s, true);~integration:atomic long promoted to a lock: a change that lost*
+countdown-fsm-key-as-race~recipes/barrier/count_down_fsm.cpp~    if (r.error == errc::node_exists && failed == 0) return finish();  // our first try was applied; its reply was lost~~unit:count-down machine*
+countdown-fsm-unversioned~recipes/barrier/count_down_fsm.cpp~encode_big_endian<std::int64_t>(left - 1), version}};~encode_big_endian<std::int64_t>(left - 1), any_version}};~unit:count-down machine*
+dbarrier-join-unchecked~recipes/barrier/double_barrier_fsm.cpp~    return barrier_step::join{path_, version_, node_};~    return barrier_step::join{path_, any_version, node_};~unit:reusable double barrier machine*
+dbarrier-close-unguarded~recipes/barrier/double_barrier_fsm.cpp~                if (static_cast<int>(group.size()) >= member_count_) break;~                break;~unit:reusable double barrier machine*
+dbarrier-passes-unjoined~recipes/barrier/double_barrier_fsm.cpp~        if (!ours && ready && joined_) return finish(true);~        if (!ours && ready) return finish(true);~unit:reusable double barrier machine*
+dbarrier-reusable-ignored~recipes/barrier/double_barrier.cpp~    member_->reusable = options.reusable;~    member_->reusable = false;~integration:double barrier: a member that comes while a round is in*
+pnode-refused-watch-unretried~recipes/nodes/persistent_node_fsm.cpp~    if (ec) return step_done(session, is_retryable(ec) || ec == errc::too_many_watches);~    if (ec) return step_done(session, is_retryable(ec));~integration:persistent node: a node whose watch is refused*
+promoted-doubt-unchecked~recipes/atomic/atomic_fsm.cpp~        if (memory_.cache->mzxid == *doubt_mzxid_) {~        if (true) {~integration:atomic long promoted to a lock: the lock lost*
+dbarrier-rejoin-passes-on-version~recipes/barrier/double_barrier_fsm.cpp~            round_moved_ = true;\n            return list_again();~            if (joined_) return finish(true);\n            return list_again();~unit:reusable double barrier machine: a rejoin*
+dbarrier-close-in-doubt-fails~recipes/barrier/double_barrier_fsm.cpp~        if (blocking::in_doubt(r.error)) return list_again();~~unit:reusable double barrier machine*
+dbarrier-empty-round-kept~recipes/barrier/double_barrier_fsm.cpp~            if (made_round_ && children.empty()) {~            if (false) {~unit:reusable double barrier machine*
+countdown-fsm-closed-as-unsent~recipes/barrier/count_down_fsm.cpp~    if (blocking::in_doubt(r.error) || r.error == errc::client_closed) {~    if (blocking::in_doubt(r.error)) {~unit:count-down machine*
 EOF
 )
 
