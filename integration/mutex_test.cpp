@@ -532,15 +532,16 @@ TEST_CASE("reentrancy: three deep, across objects, and non-owner release", "[mut
 
 TEST_CASE("server restarted within the session timeout: the holder keeps the lock", "[mutex][fault][own_servers]") {
     zkr::testkit::ensemble cluster(zkr::test::own_servers(1));
-    zkr::client hc(test_options(cluster.connect_string(), 10s));
+    zkr::testkit::proxy gate(cluster.address(0));  // closed while the server is away: see stop_behind
+    zkr::client hc(test_options(gate.address(), 10s));
     zkr::mutex holder(hc, "/restart");
     holder.lock();
-    waiter w(cluster.connect_string(), "/restart");
+    waiter w(gate.address(), "/restart");
     REQUIRE(eventually([&] { return queue_length(hc, "/restart") == 2; }));
 
-    cluster.stop(0);
+    zkr::test::stop_behind(gate, cluster);
     REQUIRE(eventually([&] { return holder.state() == zkr::lock_state::uncertain; }));
-    cluster.start(0);
+    zkr::test::start_behind(gate, cluster);
     REQUIRE(eventually([&] { return holder.state() == zkr::lock_state::held; }, 15s));
     CHECK_FALSE(w.acquired.load());
     CHECK(queue_length(hc, "/restart") == 2);

@@ -53,4 +53,14 @@ std::string test_connect_string() {
     return shared_server->connect_string();
 }
 
+void stop_behind(zkr::testkit::proxy& gate, zkr::testkit::ensemble& cluster, int i) {
+    gate.refuse_connections(true);
+    cluster.stop(i);
+}
+
+void start_behind(zkr::testkit::proxy& gate, zkr::testkit::ensemble& cluster, int i) {
+    cluster.start(i);  // returns once the server serves
+    gate.refuse_connections(false);
+}
+
 }  // namespace zkr::test
