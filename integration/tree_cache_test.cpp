@@ -20,6 +20,7 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <sstream>
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
@@ -89,6 +90,26 @@ std::map<std::string, std::string> server_tree(zkr::client& c, const std::string
     if (ec) throw zkr::system_error(ec, "server_tree children " + path);
     for (auto& k : kids.children) out.merge(server_tree(c, zkr::join_path(path, k), max_depth, depth + 1));
     return out;
+}
+
+// The first few paths where the cache differs from the server, for a failure's message.
+std::string tree_difference(const std::map<std::string, std::string>& server, const std::map<std::string, std::string>& cache) {
+    std::ostringstream out;
+    out << server.size() << " nodes on the server, " << cache.size() << " cached";
+    int shown = 0;
+    for (auto& [p, data] : server) {
+        auto it = cache.find(p);
+        if (it == cache.end()) out << "; missing " << p;
+        else if (it->second != data) out << "; " << p << " cached \"" << it->second << "\", server \"" << data << "\"";
+        else continue;
+        if (++shown == 8) return out.str();
+    }
+    for (auto& [p, data] : cache) {
+        if (server.count(p)) continue;
+        out << "; extra " << p;
+        if (++shown == 8) break;
+    }
+    return out.str();
 }
 
 std::map<std::string, std::string> cache_tree(zkr::tree_cache& cache, const std::string& path) {
@@ -363,6 +384,7 @@ TEST_CASE("tree cache: converges on the server's tree after random changes throu
         }
     };
     for (int round = 0; round < 6; ++round) {
+        INFO("round " << round);
         for (int i = 0; i < 15; ++i) change();
         // Each fault starts from a session (the last one's loss may still be being recovered).
         REQUIRE(eventually([&] { return c.is_connected(); }, 20s));
@@ -380,12 +402,17 @@ TEST_CASE("tree cache: converges on the server's tree after random changes throu
             proxy.partition(false);
         }
     }
-    std::map<std::string, std::string> expected;
-    REQUIRE(eventually([&] {
+    std::map<std::string, std::string> expected, cached;
+    bool converged = eventually([&] {
         if (!c.is_connected() || !cache.initialized()) return false;
         expected = server_tree(writer, path);
-        return cache_tree(cache, path) == expected;
-    }, 30s));
+        cached = cache_tree(cache, path);
+        return cached == expected;
+    }, 30s);
+    // What a failure needs to be understood (CI shows this test's output, not a debugger).
+    INFO("connected: " << c.is_connected() << ", initialized: " << cache.initialized() << ", sessions: "
+                       << c.session_count() << "; " << tree_difference(expected, cached));
+    REQUIRE(converged);
     CHECK(cache.size() == expected.size());
     for (auto& [p, data] : expected) {
         auto n = cache.get(p);
