@@ -405,8 +405,9 @@ TEST_CASE("leader latch faults: CURATOR-696, sessions given up while the ensembl
         // The precondition of CURATOR-696: the old leader's node is back, listed first, while
         // both latches are on (or about to get) new sessions. The restarted server keeps the old
         // sessions for one session timeout (4 s), so the listing comes from a client made now:
-        // the observer's own reconnection may wait out the C client's back-off past that (seen
-        // under TSan in a CI run: the first listing showed only the new sessions' nodes).
+        // the observer's own reconnection may be stranded by the starting server for 2/3 of its
+        // session timeout (docs/testing.md, "A server restart strands a connection"; seen under
+        // TSan in a CI run: the first listing showed only the new sessions' nodes).
         zkr::client fresh(observer_options(cluster.connect_string()));
         std::map<std::string, zkr::stat> listing;
         REQUIRE(eventually([&] { return !(listing = nodes_of(fresh, path)).empty(); }, deadline));
@@ -418,8 +419,8 @@ TEST_CASE("leader latch faults: CURATOR-696, sessions given up while the ensembl
     // Both old sessions end on the server; then exactly one latch leads, on a node of its new
     // session, with a token newer than any before the outage.
     // The observer too: its calls give up after a second, and after the restart its C client
-    // waits a third of its session timeout before reconnecting (an exists() that timed out there
-    // failed the test once under ASan in a CI run).
+    // may wait 2/3 of its session timeout before reconnecting, stranded by the starting server
+    // (an exists() that timed out there failed the test once under ASan in a CI run).
     REQUIRE(eventually([&] { return ca.is_connected() && cb.is_connected() && observer.is_connected(); }, deadline));
     auto* leader = one_leader({&a, &b}, 40s);
     auto& leader_client = leader == &a ? ca : cb;
