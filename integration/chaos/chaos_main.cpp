@@ -248,6 +248,9 @@ struct worker {
     std::vector<std::string> errors;  // "error ..." lines: exceptions and broken promises it saw
     // Its double-barrier lines: (kind "enter" / "in" / "out", slot) -> monotonic ns.
     std::map<std::pair<std::string, long long>, long long> barrier;
+    // The reusable barrier's rounds it passed, in order: (the path's czxid, the round). The path
+    // is a container, made anew with its rounds from 0 after it was reaped.
+    std::vector<std::pair<long long, long long>> reusable_rounds;
     std::vector<long long> ids;  // every id it was handed, in order
     bool killed = false;
     std::atomic<bool> done{false};
@@ -332,6 +335,12 @@ int main(int argc, char** argv) {
                 else if (line->rfind("ids ", 0) == 0) {
                     std::istringstream in(line->substr(4));
                     for (long long id; in >> id;) raw->ids.push_back(id);
+                }
+                else if (line->rfind("rbarrier in ", 0) == 0) {
+                    std::istringstream in(line->substr(12));
+                    long long incarnation = 0, round = 0;
+                    if (in >> incarnation >> round) raw->reusable_rounds.emplace_back(incarnation, round);
+                    else raw->errors.push_back("error a reusable barrier line the driver cannot read: " + *line);
                 }
                 else if (line->rfind("barrier ", 0) == 0) {
                     std::istringstream in(line->substr(8));
@@ -555,6 +564,40 @@ int main(int argc, char** argv) {
         }
     }
 
+    // The reusable barrier: each worker's rounds, ordered by the path's incarnation and then the
+    // round, strictly increase (none passed twice, none older
+    // after a newer), and no round is passed by more workers than its members (each pass is a
+    // node of the round's group, and at most as many members live at once). A worker that joins
+    // after a kill has a record of its own.
+    long reusable_passes = 0, reusable_repeated = 0, reusable_crowded = 0;
+    std::size_t reusable_rounds_passed = 0, reusable_incarnations = 0;
+    {
+        std::map<std::pair<long long, long long>, int> passed_by;  // round -> workers through it
+        for (auto& w : workers) {
+            for (std::size_t i = 0; i < w->reusable_rounds.size(); ++i) {
+                ++reusable_passes;
+                ++passed_by[w->reusable_rounds[i]];
+                if (i > 0 && w->reusable_rounds[i] <= w->reusable_rounds[i - 1]) {
+                    ++reusable_repeated;
+                    std::fprintf(stderr, "reusable barrier: worker %d passed round %lld (path czxid %lld) after round %lld (path czxid %lld)\n",
+                                 w->id, w->reusable_rounds[i].second, w->reusable_rounds[i].first,
+                                 w->reusable_rounds[i - 1].second, w->reusable_rounds[i - 1].first);
+                }
+            }
+        }
+        reusable_rounds_passed = passed_by.size();
+        std::set<long long> incarnations;
+        for (auto& [round, n] : passed_by) incarnations.insert(round.first);
+        reusable_incarnations = incarnations.size();
+        for (auto& [round, n] : passed_by) {
+            if (n > worker_count) {
+                ++reusable_crowded;
+                std::fprintf(stderr, "reusable barrier: round %lld (path czxid %lld) passed by %d workers, for %d members\n",
+                             round.second, round.first, n, worker_count);
+            }
+        }
+    }
+
     // Ids: unique across every worker (the killed ones too), and increasing in each.
     std::size_t ids_drawn = 0;
     long ids_reused = 0, ids_out_of_order = 0;
@@ -645,6 +688,9 @@ int main(int argc, char** argv) {
            << ids_out_of_order << "\n";
     report << "- double-barrier rounds some worker passed: " << barrier_rounds_passed
            << "; of them, passed before every member had entered: " << barrier_early << "\n";
+    report << "- reusable double-barrier rounds passed: " << reusable_rounds_passed << " (" << reusable_passes
+           << " passes, on " << reusable_incarnations << " incarnation(s) of its path); a round passed twice by a worker, or after a newer one: " << reusable_repeated
+           << "; rounds passed by more workers than members: " << reusable_crowded << "\n";
     report << "- barrier gates some worker passed: " << gates_passed << "; passes before the gate was opened: " << gates_early << "\n";
     report << "- errors the workers saw (exceptions from zkr, state() held past valid_until()): " << worker_errors << "\n";
     report << "- faults that could not be injected: " << injection_failures << "\n";
@@ -659,7 +705,7 @@ int main(int argc, char** argv) {
 
     bool ok = total.refused_while_held == 0 && total.overlaps == 0 && overruns == 0 && hung == 0 && failed_exits == 0 &&
               nodes_left == 0 && (memory_flat || !memory_judged) && worker_errors == 0 && injection_failures == 0 && check_errors == 0 && total.holds > 0 &&
-              barrier_early == 0 && gates_early == 0 && ids_reused == 0 && ids_out_of_order == 0 && ids_drawn > 0 &&
+              barrier_early == 0 && gates_early == 0 && reusable_repeated == 0 && reusable_crowded == 0 && ids_reused == 0 && ids_out_of_order == 0 && ids_drawn > 0 &&
               total.faults > 0;
     std::cout << (ok ? "PASS" : "FAIL") << " (seed " << seed << "; replay: zkr_chaos --seed " << seed << " --duration "
               << duration_s << " --workers " << worker_count << " --threads " << threads << " --session-ms " << session_ms

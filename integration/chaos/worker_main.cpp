@@ -12,6 +12,7 @@
 // against the holds it made ("metrics ok": every hold counted once as acquired and once as
 // ended, nothing left held or waiting, no event dropped). And one thread meets the other workers at
 // a double barrier every 5 s (barrier_rounds: "barrier enter/in/out" lines the driver checks), a
+// reusable one on one path every 5 s (reusable_rounds: "rbarrier in CZXID ROUND" lines), a
 // barrier every 5 s (gate_rounds: "barrier gate-open/gate-passed" lines), and
 // one draws ids from a shared id_generator path ("ids ..." lines: the driver checks them unique).
 //
@@ -53,6 +54,7 @@
 #include <fstream>
 #include <future>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -436,6 +438,53 @@ void barrier_rounds(zkr::client& c, int members, std::atomic<bool>& stop, std::a
     }
 }
 
+// The reusable double barrier: one member object per worker on one path,
+// /chaos-barriers/reusable (zkr's reusable layout), entered for up to 3 s 2.5 s into every 5 s
+// slot and left for up to 1.5 s. Once through, a worker says "rbarrier in CZXID V" with the round
+// V it passed (from its node's path) and the path's czxid (its incarnation). The driver checks that no worker passes a round twice or an older
+// round after a newer one, and that no round is passed by more workers than its members: a closed
+// round is joined by nobody, so a member back from leaving round V waits in a later one. A fault
+// makes a round time out or fail (no error): the object is made anew after a failure.
+void reusable_rounds(zkr::client& c, int members, std::atomic<bool>& stop) {
+    constexpr long long slot_ms = 5000;
+    auto wall_ms = [] {
+        return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    };
+    auto make = [&] {
+        return std::make_unique<zkr::double_barrier>(c, "/chaos-barriers/reusable", members, zkr::double_barrier_options{.reusable = true});
+    };
+    auto round = make();
+    while (!stop) {
+        const long long at = (wall_ms() / slot_ms + 1) * slot_ms + slot_ms / 2;
+        while (!stop && wall_ms() < at) std::this_thread::sleep_for(20ms);
+        if (stop) return;
+        try {
+            // Persistent, so that its rounds run on from one incarnation (a container would be
+            // reaped whenever a round has emptied); a failure here leaves it to the barrier,
+            // which makes it a container.
+            zkr::error_code ec;
+            c.create_parents("/chaos-barriers/reusable", zkr::create_mode::persistent, ec);
+            if (!round->enter_for(3s)) continue;
+            const std::string& node = round->node_path();  // "<path>/round-<V>/<uuid>"
+            auto from = node.find("/round-"), to = node.rfind('/');
+            if (from == std::string::npos || to <= from + 7) {
+                say("error a reusable barrier member passed with node path \"" + node + "\"");
+                return;
+            }
+            // Were the path a container, reaped once a round has emptied, it would be made anew
+            // with its version (the round) from 0 again. Its czxid, stable while our node is
+            // under it, tells its incarnations apart.
+            auto path = c.exists("/chaos-barriers/reusable");
+            if (path.exists) say("rbarrier in " + std::to_string(path.stat.czxid) + " " + node.substr(from + 7, to - from - 7));
+            else say("error a reusable barrier member passed with its path gone (" + node + ")");
+            round->leave_for(1500ms);
+        } catch (const zkr::system_error& e) {
+            if (e.code() == zkr::errc::client_closed) return;
+            round = make();  // whatever state the failure left it in: a new member
+        }
+    }
+}
+
 // A zkr::barrier every 5 s (the same wall-clock slots): every worker sets the slot's gate
 // /chaos-gates/s<SLOT> and waits for it up to 3 s, but the slot's opener (the worker whose id is
 // the slot modulo the members), which says "barrier gate-open SLOT NS" 1.5 s in and then removes
@@ -564,6 +613,7 @@ int main(int argc, char** argv) {
     std::atomic<long> barrier_passes{0};
     std::thread barrier_thread([&] { barrier_rounds(c, members, stop, barrier_passes); });
     std::thread gate_thread([&] { gate_rounds(c, id, members, stop); });
+    std::thread reusable_thread([&] { reusable_rounds(c, members, stop); });
     std::thread id_thread([&] { draw_ids(c, stop); });
     std::thread memory([&] {
         while (!stop) {
@@ -581,6 +631,7 @@ int main(int argc, char** argv) {
     latch_rounds.join();
     barrier_thread.join();
     gate_thread.join();
+    reusable_thread.join();
     id_thread.join();
     memory.join();
     check_watch_recipes(c, cache, registration, alive);
