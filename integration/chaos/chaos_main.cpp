@@ -248,8 +248,8 @@ struct worker {
     std::vector<std::string> errors;  // "error ..." lines: exceptions and broken promises it saw
     // Its double-barrier lines: (kind "enter" / "in" / "out", slot) -> monotonic ns.
     std::map<std::pair<std::string, long long>, long long> barrier;
-    // The reusable barrier's rounds it passed, in order: (the path's czxid, the round). The path
-    // is a container, made anew with its rounds from 0 after it was reaped.
+    // The reusable barrier's rounds it passed, in order: (the path's czxid, the round). Had the
+    // path been reaped and made anew (a container), its rounds would start again from 0.
     std::vector<std::pair<long long, long long>> reusable_rounds;
     std::vector<long long> ids;  // every id it was handed, in order
     bool killed = false;
@@ -565,10 +565,9 @@ int main(int argc, char** argv) {
     }
 
     // The reusable barrier: each worker's rounds, ordered by the path's incarnation and then the
-    // round, strictly increase (none passed twice, none older
-    // after a newer), and no round is passed by more workers than its members (each pass is a
-    // node of the round's group, and at most as many members live at once). A worker that joins
-    // after a kill has a record of its own.
+    // round, strictly increase (none passed twice, none older after a newer), and no round is
+    // passed by more workers than its members (each pass is a node of the round's group, and at
+    // most as many members live at once). A worker that joins after a kill has a record of its own.
     long reusable_passes = 0, reusable_repeated = 0, reusable_crowded = 0;
     std::size_t reusable_rounds_passed = 0, reusable_incarnations = 0;
     {
@@ -689,7 +688,8 @@ int main(int argc, char** argv) {
     report << "- double-barrier rounds some worker passed: " << barrier_rounds_passed
            << "; of them, passed before every member had entered: " << barrier_early << "\n";
     report << "- reusable double-barrier rounds passed: " << reusable_rounds_passed << " (" << reusable_passes
-           << " passes, on " << reusable_incarnations << " incarnation(s) of its path); a round passed twice by a worker, or after a newer one: " << reusable_repeated
+           << " passes, on " << reusable_incarnations
+           << " incarnation(s) of its path); a round passed twice by a worker, or after a newer one: " << reusable_repeated
            << "; rounds passed by more workers than members: " << reusable_crowded << "\n";
     report << "- barrier gates some worker passed: " << gates_passed << "; passes before the gate was opened: " << gates_early << "\n";
     report << "- errors the workers saw (exceptions from zkr, state() held past valid_until()): " << worker_errors << "\n";
