@@ -532,16 +532,16 @@ TEST_CASE("reentrancy: three deep, across objects, and non-owner release", "[mut
 
 TEST_CASE("server restarted within the session timeout: the holder keeps the lock", "[mutex][fault][own_servers]") {
     zkr::testkit::ensemble cluster(zkr::test::own_servers(1));
-    zkr::testkit::proxy gate(cluster.address(0));  // closed while the server is away: see stop_behind
+    zkr::test::restart_gate gate(cluster);  // see restart_gate: no connection stranded by the restart
     zkr::client hc(test_options(gate.address(), 10s));
     zkr::mutex holder(hc, "/restart");
     holder.lock();
     waiter w(gate.address(), "/restart");
     REQUIRE(eventually([&] { return queue_length(hc, "/restart") == 2; }));
 
-    zkr::test::stop_behind(gate, cluster);
+    gate.stop();
     REQUIRE(eventually([&] { return holder.state() == zkr::lock_state::uncertain; }));
-    zkr::test::start_behind(gate, cluster);
+    gate.start();
     REQUIRE(eventually([&] { return holder.state() == zkr::lock_state::held; }, 15s));
     CHECK_FALSE(w.acquired.load());
     CHECK(queue_length(hc, "/restart") == 2);

@@ -22,19 +22,19 @@ using zkr::test::test_options;
 
 TEST_CASE("server restarted within the session timeout: suspended then reconnected on the same session", "[session][fault][own_servers]") {
     zkr::testkit::ensemble cluster(zkr::test::own_servers(1));
-    zkr::testkit::proxy gate(cluster.address(0));  // closed while the server is away: see stop_behind
+    zkr::test::restart_gate gate(cluster);  // see restart_gate: no connection stranded by the restart
     zkr::client c(test_options(gate.address(), 10s));
     c.wait_connected(10s);
     state_log log(c);
     auto session = c.session_id();
     c.create("/eph", "mine", zkr::create_mode::ephemeral);
 
-    zkr::test::stop_behind(gate, cluster);
+    gate.stop();
     REQUIRE(eventually([&] { return log.saw(connection_state::suspended); }));
     CHECK_FALSE(c.is_connected());
     // An operation issued while the server is down completes once it is back (retried).
     auto pending = c.async_get_data("/eph", asio::use_future);
-    zkr::test::start_behind(gate, cluster);
+    gate.start();
     REQUIRE(eventually([&] { return log.saw(connection_state::reconnected); }, 15s));
     CHECK(pending.get().data == "mine");
     CHECK(c.session_id() == session);

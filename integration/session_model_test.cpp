@@ -271,7 +271,7 @@ TEST_CASE("a frozen process's loop of try_lock_for finishes, each call on time a
 
 TEST_CASE("a session given up while the server was away is closed on the server once it is back", "[session_model][own_servers]") {
     zkr::testkit::ensemble cluster(zkr::test::own_servers(1));
-    zkr::testkit::proxy gate(cluster.address(0));  // closed while the server is away: see stop_behind
+    zkr::test::restart_gate gate(cluster);  // see restart_gate: no connection stranded by the restart
     zkr::client holder_client(test_options(gate.address(), 6000ms));
     holder_client.wait_connected(10s);
     zkr::test::state_log log(holder_client);
@@ -279,10 +279,10 @@ TEST_CASE("a session given up while the server was away is closed on the server 
     holder.lock();
     auto node = holder.node_path();
 
-    zkr::test::stop_behind(gate, cluster);
+    gate.stop();
     // Past the session timeout the client gives the session up (lost) and starts a new one.
     REQUIRE(eventually([&] { return log.saw(connection_state::lost); }, 15s));
-    zkr::test::start_behind(gate, cluster);
+    gate.start();
     // The restarted server reloads the old session with a fresh timeout; zkr closes it as soon
     // as it reaches the server, so its lock node goes long before that timeout.
     auto back = clock_type::now();

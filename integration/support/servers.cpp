@@ -53,14 +53,16 @@ std::string test_connect_string() {
     return shared_server->connect_string();
 }
 
-void stop_behind(zkr::testkit::proxy& gate, zkr::testkit::ensemble& cluster, int i) {
-    gate.refuse_connections(true);
-    cluster.stop(i);
+restart_gate::restart_gate(zkr::testkit::ensemble& cluster, int i) : cluster_(cluster), i_(i), proxy_(cluster.address(i)) {}
+
+void restart_gate::stop() {
+    proxy_.refuse_connections(true);
+    cluster_.stop(i_);
 }
 
-void start_behind(zkr::testkit::proxy& gate, zkr::testkit::ensemble& cluster, int i) {
-    cluster.start(i);  // returns once the server serves
-    gate.refuse_connections(false);
+void restart_gate::start() {
+    cluster_.start(i_);  // returns once the server serves
+    proxy_.refuse_connections(false);
 }
 
 }  // namespace zkr::test

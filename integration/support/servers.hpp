@@ -23,14 +23,27 @@ std::string test_connect_string();
 /// True when test_connect_string() is an ensemble named by the environment.
 bool using_external_ensemble();
 
-/// A restart of server `i` as its clients behind `gate` (a proxy to it) see it: refused from
-/// stop_behind() until start_behind() has it serving again, as when its port is closed.
-/// Why not the bare restart: a ZooKeeper server binds its client port before it loads its data,
-/// and a connection whose request it reads in between can be left open and never answered (its
-/// close throws a NullPointerException first: ZooKeeper 3.8.0, unchanged upstream). The C client
-/// then waits out its connect timeout, two thirds of the session timeout, so whether a session
-/// survives the restart would hang on how long the server took to start (docs/testing.md).
-void stop_behind(zkr::testkit::proxy& gate, zkr::testkit::ensemble& cluster, int i = 0);
-void start_behind(zkr::testkit::proxy& gate, zkr::testkit::ensemble& cluster, int i = 0);
+/// Server `i` of `cluster` as its clients see it through a proxy that is closed while the server
+/// is away: refused from stop() until start() has the server serving again, as when its port is
+/// closed. Why not the bare restart: a ZooKeeper server binds its client port before it loads its
+/// data, and a connection whose request it reads in between can be left open and never answered
+/// (its close throws a NullPointerException first: ZooKeeper 3.8.0, unchanged upstream). The C
+/// client then waits out its connect timeout, two thirds of the session timeout, so whether a
+/// session survives the restart would hang on how long the server took to start (docs/testing.md).
+class restart_gate {
+public:
+    explicit restart_gate(zkr::testkit::ensemble& cluster, int i = 0);
+    /// Where the clients connect.
+    std::string address() const { return proxy_.address(); }
+    /// Refuses new connections, then stops the server.
+    void stop();
+    /// Starts the server (it serves once this returns), then lets clients in.
+    void start();
+
+private:
+    zkr::testkit::ensemble& cluster_;
+    const int i_;
+    zkr::testkit::proxy proxy_;
+};
 
 }  // namespace zkr::test
