@@ -586,15 +586,15 @@ int main(int argc, char** argv) {
         }
         reusable_rounds_passed = passed_by.size();
         std::set<long long> incarnations;
-        for (auto& [round, n] : passed_by) incarnations.insert(round.first);
-        reusable_incarnations = incarnations.size();
         for (auto& [round, n] : passed_by) {
+            incarnations.insert(round.first);
             if (n > worker_count) {
                 ++reusable_crowded;
                 std::fprintf(stderr, "reusable barrier: round %lld (path czxid %lld) passed by %d workers, for %d members\n",
                              round.second, round.first, n, worker_count);
             }
         }
+        reusable_incarnations = incarnations.size();
     }
 
     // Ids: unique across every worker (the killed ones too), and increasing in each.

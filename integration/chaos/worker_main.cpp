@@ -455,16 +455,20 @@ void reusable_rounds(zkr::client& c, int members, std::atomic<bool>& stop) {
         return std::make_unique<zkr::double_barrier>(c, "/chaos-barriers/reusable", members, zkr::double_barrier_options{.reusable = true});
     };
     auto round = make();
+    bool path_made = false;
     while (!stop) {
         const long long at = (wall_ms() / slot_ms + 1) * slot_ms + slot_ms / 2;
         while (!stop && wall_ms() < at) std::this_thread::sleep_for(20ms);
         if (stop) return;
         try {
             // Persistent, so that its rounds run on from one incarnation (a container would be
-            // reaped whenever a round has emptied); a failure here leaves it to the barrier,
-            // which makes it a container.
-            zkr::error_code ec;
-            c.create_parents("/chaos-barriers/reusable", zkr::create_mode::persistent, ec);
+            // reaped whenever a round has emptied): tried until it succeeds once. Meanwhile the
+            // barrier makes it a container, which this then finds there.
+            if (!path_made) {
+                zkr::error_code ec;
+                c.create_parents("/chaos-barriers/reusable", zkr::create_mode::persistent, ec);
+                path_made = !ec;
+            }
             if (!round->enter_for(3s)) continue;
             const std::string& node = round->node_path();  // "<path>/round-<V>/<uuid>"
             auto from = node.find("/round-"), to = node.rfind('/');
