@@ -21,6 +21,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 
 namespace zkr::test {
 
@@ -56,7 +57,12 @@ public:
     /// Starts locking at once; `on_acquired` runs on its thread once held.
     background_lock(const std::string& connect, const std::string& path, lock_side side = lock_side::exclusive,
                     std::function<void()> on_acquired = {})
-        : client(test_options(connect)) {
+        : background_lock(test_options(connect), path, side, std::move(on_acquired)) {}
+
+    /// The same on a client made with `options` (a test that needs its own session timeout).
+    background_lock(const zkr::client_options& options, const std::string& path,
+                    lock_side side = lock_side::exclusive, std::function<void()> on_acquired = {})
+        : client(options) {
         if (side == lock_side::exclusive) {
             mutex_ = std::make_unique<zkr::mutex>(client, path);
             view_ = mutex_.get();
