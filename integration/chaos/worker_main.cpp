@@ -457,7 +457,10 @@ void reusable_rounds(zkr::client& c, int members, std::atomic<bool>& stop) {
     auto round = make();
     bool path_made = false;
     while (!stop) {
-        const long long at = (wall_ms() / slot_ms + 1) * slot_ms + slot_ms / 2;
+        // The next mid-slot mark still ahead. (Counted from the slot's start, it skipped one
+        // after an enter that timed out past the slot's end: members back from a timeout then
+        // entered a slot apart from those who had passed, and met no more.)
+        const long long at = ((wall_ms() - slot_ms / 2) / slot_ms + 1) * slot_ms + slot_ms / 2;
         while (!stop && wall_ms() < at) std::this_thread::sleep_for(20ms);
         if (stop) return;
         try {
