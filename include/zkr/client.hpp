@@ -201,7 +201,9 @@ public:
     std::int64_t session_id() const;
     /// The session timeout the server granted (the requested one before connecting).
     std::chrono::milliseconds session_timeout() const;
-    /// How many sessions this client has established (1 after the first connect).
+    /// How many sessions this client has established (1 after the first connect). Counted when
+    /// the session's event reaches the client, which can be a moment after the C client has
+    /// answered a first request on that session.
     std::uint64_t session_count() const;
     /// Waits until every event of this client so far has reached options().observer (events
     /// reach it asynchronously), or `timeout` passed: false then. True at once without observer.
