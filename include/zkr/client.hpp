@@ -193,7 +193,9 @@ public:
 
     /// The state, live: a connection the C client already knows to be down reads `suspended`
     /// (or `lost`) before the event reaches the listeners. `connecting` until the first session
-    /// is established (then never again: a client between sessions is `lost`).
+    /// is established (then never again: a client between sessions is `lost`). A connection
+    /// coming up is seen once its event reaches the client, which can be a moment after a
+    /// request on it was answered: wait_connected() waits for that.
     connection_state state() const;
     /// True while state() is connected or reconnected: the connection is up on a session.
     bool is_connected() const;
