@@ -94,7 +94,7 @@ public:
                 if (runnable.empty()) return "stuck: no member can go on and nothing is left for the server to do\n" + trace();
             }
             if (spare_ && faults_ && chance(0.01)) {
-                give_up_an_enter();
+                abandon(members_[pick(members_.size())]);
                 continue;
             }
             step_member(members_[runnable[pick(runnable.size())]]);
@@ -147,12 +147,6 @@ private:
 
     // --------------------------------------------------------------- the server's side
 
-    bool alive(std::int64_t session) const {
-        for (auto& m : members_) {
-            if (m.session == session) return true;
-        }
-        return ghosts_.count(session) > 0;
-    }
     void fire(bool child, const std::string& path) {
         for (auto& m : members_) {
             if (m.watch && m.watch->child == child && m.watch->path == path) {
@@ -434,24 +428,18 @@ private:
         auto instead = m.machine->abandon(make_error_code(errc::timed_out));
         m.abandoning = true;  // now, or at the first step where it may (the reply due decides)
         if (!instead) return true;
-        if (!std::holds_alternative<barrier_step::wait>(m.next)) {
-            m.watch.reset();
-            apply(m, m.next);
-        }
+        if (!std::holds_alternative<barrier_step::wait>(m.next)) apply(m, m.next);
+        // The driver drops the watch of a read whose reply it no longer wants, and any it kept.
         m.watch.reset();
         m.watch_fired = m.watch_ended = false;
         say(m.name + " gives up its enter");
         m.next = *instead;
         return true;
     }
-    void give_up_an_enter() { abandon(members_[pick(members_.size())]); }
     bool stop_waiting() {
         bool any = false;
         for (auto& m : members_) {
-            if (!m.done && !m.leaving && !m.abandoning && std::holds_alternative<barrier_step::wait>(m.next)) {
-                m.stopping = true;
-                any = abandon(m) || any;
-            }
+            if (std::holds_alternative<barrier_step::wait>(m.next) && abandon(m)) m.stopping = any = true;
         }
         return any;
     }
