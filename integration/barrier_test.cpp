@@ -432,6 +432,41 @@ TEST_CASE("double barrier: a member that comes while a round is in passes at onc
     CHECK(a.exists(path).stat.version == 2);  // two rounds closed, once each
 }
 
+TEST_CASE("double barrier: reusable, a join whose reply is lost is resent and counted once",
+          "[double_barrier][fault]") {
+    // The join (a multi: check the path's version, create the node) reaches the server and its
+    // reply is lost with the connection. Its resend either finds the node there (node_exists: in),
+    // or, when the other member closed the round meanwhile, the version moved (bad_version: the
+    // listing shows our node and "ready": through). Either way: in once, through with the other.
+    const bool closed_before_resend = GENERATE(false, true);
+    INFO((closed_before_resend ? "the round closed before the resend" : "resent before the other came"));
+    std::string connect = test_connect_string(), path = unique_path("dbarrier-join-lost");
+    zkr::testkit::proxy proxy(first_server(connect));
+    zkr::client a(test_options(proxy.address(), 10s)), b(test_options(connect));
+    zkr::double_barrier ma(a, path, 2, zkr::double_barrier_options{true}), mb(b, path, 2, zkr::double_barrier_options{true});
+    a.wait_connected(10s);
+    if (closed_before_resend) proxy.refuse_connections(true);  // a cannot resend until let in
+    proxy.lose_next_reply({zkr::test::zk_op::multi});
+    auto in_a = std::async(std::launch::async, [&] { return ma.enter_for(30s); });
+    REQUIRE(eventually([&] { return proxy.replies_lost() == 1 && members(b, path + "/round-0").size() == 1; }));
+    if (!closed_before_resend) {
+        REQUIRE(eventually([&] { return proxy.requests_seen(zkr::test::zk_op::multi) == 2; }, 15s));  // resent
+        CHECK(mb.enter_for(20s));
+    } else {
+        CHECK(mb.enter_for(20s));  // a's node counts: b closes round 0
+        CHECK(b.exists(path).stat.version == 1);
+        proxy.refuse_connections(false);
+    }
+    CHECK(in_a.get());
+    CHECK(ma.node_path() == path + "/round-0/" + std::string(zkr::node_name(ma.node_path())));
+    CHECK(members(b, path + "/round-0").size() == 2);  // one node each
+    auto out_a = std::async(std::launch::async, [&] { return ma.leave_for(20s); });
+    CHECK(mb.leave_for(20s));
+    CHECK(out_a.get());
+    CHECK(b.exists(path).stat.version == 1);  // round 0 closed once
+    CHECK(eventually([&] { return members(b, path + "/round-0").empty(); }));
+}
+
 TEST_CASE("double barrier: reusable, three members meet round after round on one path, nobody in before all entered nor out before all left",
           "[double_barrier]") {
     std::string connect = test_connect_string(), path = unique_path("dbarrier-rounds");
