@@ -128,7 +128,9 @@ TEST_CASE("a hold released on another thread frees the lock at once", "[async_ho
     }).join();
     auto acquired_at = get_within(waiting, 5s, "the other client's acquisition");
     REQUIRE(acquired_at != std::chrono::steady_clock::time_point{});
-    CHECK(acquired_at - released_at < 1s);
+    // A hand-off, not the session's end (4 s): the release was sent at once. 2 s, not 1 s, for a
+    // loaded machine.
+    CHECK(acquired_at - released_at < 2s);
     CHECK(m.statistics().unowned_unlocks == 0);
 }
 
@@ -265,8 +267,8 @@ TEST_CASE("unlock() by a thread that holds nothing: logged and counted, and a de
     CHECK_THROWS_AS(m.release(), zkr::system_error);
     // A debug build (NDEBUG unset) stops right there.
     zkr::test::child_process child("exec " + std::string(ZKR_UNOWNED_UNLOCK_BIN) + " " + test_connect_string() + " " + path);
-    int status = 0;
-    REQUIRE(waitpid(child.pid(), &status, 0) == child.pid());
-    CHECK(WIFSIGNALED(status));
-    CHECK(WTERMSIG(status) == SIGABRT);
+    auto status = child.wait_status(60s);
+    REQUIRE(status);
+    CHECK(WIFSIGNALED(*status));
+    CHECK(WTERMSIG(*status) == SIGABRT);
 }

@@ -35,6 +35,7 @@
 
 #include <boost/asio/use_future.hpp>
 
+#include "testkit/process.hpp"
 #include "support/child_process.hpp"
 #include "support/servers.hpp"
 #include "support/session_tools.hpp"
@@ -367,11 +368,15 @@ private:
     std::optional<std::string> old_;
 };
 
+// Whether any process runs a ZooKeeper server of `dir`. Processes start and end while /proc is
+// walked (this suite's own among them): one gone before its cmdline is read is simply not one.
 bool java_runs_in(const std::string& dir) {
-    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-        std::ifstream cmdline(entry.path() / "cmdline");
-        std::string text((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
-        if (text.find(dir + "/") != std::string::npos && text.find("QuorumPeerMain") != std::string::npos) return true;
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it("/proc", ec), end; !ec && it != end; it.increment(ec)) {
+        const std::string name = it->path().filename().string();
+        if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+        auto text = zkr::testkit::detail::read_proc_file(static_cast<pid_t>(std::stol(name)), "cmdline");
+        if (text && text->find(dir + "/") != std::string::npos && text->find("QuorumPeerMain") != std::string::npos) return true;
     }
     return false;
 }

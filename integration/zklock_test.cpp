@@ -1,5 +1,6 @@
 // zklock, the command-line tool, against a real server: each test runs the zklock binary
 // (ZKLOCK_BIN, set by the build) as operators would, and checks what it did in ZooKeeper.
+#include "testkit/process.hpp"
 #include "support/child_process.hpp"
 #include "support/curator_driver.hpp"
 #include "support/session_tools.hpp"
@@ -267,13 +268,8 @@ std::string host_name() {
 // adopted it to reap it, and runs nothing.
 bool process_gone(pid_t pid) {
     if (kill(pid, 0) != 0) return errno == ESRCH;
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string line;
-    std::getline(stat, line);
-    auto name_end = line.rfind(')');
-    if (name_end == std::string::npos || name_end + 2 >= line.size()) return true;  // gone meanwhile
-    char state = line[name_end + 2];
-    return state == 'Z' || state == 'X';
+    char state = zkr::testkit::detail::process_state(pid);
+    return state == 0 || state == 'Z' || state == 'X';  // 0: gone meanwhile
 }
 
 // The pid a test's command wrote into `file`, once it is there (written then renamed).
@@ -291,7 +287,13 @@ public:
         for (const auto& file : pid_files_) {
             if (!file_exists(file)) continue;
             pid_t pid = static_cast<pid_t>(std::atol(read_file(file).c_str()));
-            if (pid > 0 && !process_gone(pid)) kill(pid, SIGKILL);
+            if (pid <= 0 || process_gone(pid)) continue;
+            // Not our child: once it ended, its pid may be another process's. Only one that had
+            // started by the time the file was written is the one the file names.
+            auto started = zkr::testkit::detail::process_start_time(pid);
+            auto written = std::filesystem::last_write_time(file);
+            auto written_at = std::chrono::file_clock::to_sys(written);
+            if (started && *started <= written_at + std::chrono::seconds(1)) kill(pid, SIGKILL);
         }
     }
     leftover_killer(const leftover_killer&) = delete;
@@ -670,11 +672,8 @@ if pid:
 
 // The one-letter state of process `pid` ('T': stopped), '?' if it is gone.
 char process_state(pid_t pid) {
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string line;
-    std::getline(stat, line);
-    auto name_end = line.rfind(')');
-    return name_end == std::string::npos || name_end + 2 >= line.size() ? '?' : line[name_end + 2];
+    char state = zkr::testkit::detail::process_state(pid);
+    return state == 0 ? '?' : state;
 }
 
 std::optional<child_process> job_control_shell_for(const scratch_dir& dir, const std::vector<std::string>& zklock_args) {

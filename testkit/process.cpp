@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -64,25 +65,77 @@ pid_t spawn_with_input(const std::vector<std::string>& argv, int stdin_fd) {
     return spawn_with(argv, actions);
 }
 
+namespace {
+
+// The whole file, or nullopt if it cannot be read to its end. open/read, not a stream: a /proc
+// file of a process that ends while it is read fails with ESRCH, which libstdc++'s filebuf
+// throws out of an istreambuf_iterator.
+std::optional<std::string> read_whole(const std::string& path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return std::nullopt;
+    std::string text;
+    char chunk[4096];
+    while (true) {
+        ssize_t n = ::read(fd, chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            ::close(fd);
+            return std::nullopt;  // gone meanwhile (ESRCH), or unreadable
+        }
+        if (n == 0) break;
+        text.append(chunk, static_cast<std::size_t>(n));
+    }
+    ::close(fd);
+    return text;
+}
+
+}  // namespace
+
+std::optional<std::string> read_proc_file(pid_t pid, const char* name) {
+    if (pid <= 0) return std::nullopt;
+    return read_whole("/proc/" + std::to_string(pid) + "/" + name);
+}
+
 char process_state(pid_t pid) {
-    if (pid <= 0) return 0;
-    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-    std::string stat;
-    if (!std::getline(in, stat)) return 0;
+    auto stat = read_proc_file(pid, "stat");
+    if (!stat) return 0;
     // "pid (comm) S ...": the command may hold spaces and parentheses; the state follows the last ')'.
-    auto close = stat.rfind(')');
-    if (close == std::string::npos || close + 2 >= stat.size()) return 0;
-    return stat[close + 2];
+    auto close = stat->rfind(')');
+    if (close == std::string::npos || close + 2 >= stat->size()) return 0;
+    return (*stat)[close + 2];
+}
+
+std::optional<std::chrono::system_clock::time_point> process_start_time(pid_t pid) {
+    auto stat = read_proc_file(pid, "stat");
+    auto boot = read_whole("/proc/stat");  // "btime <seconds since the epoch>"
+    if (!stat || !boot) return std::nullopt;
+    auto close = stat->rfind(')');
+    if (close == std::string::npos) return std::nullopt;
+    // Fields after the command: state is field 3, starttime (clock ticks since boot) field 22.
+    std::istringstream fields(stat->substr(close + 2));
+    std::string field;
+    for (int i = 3; i < 22 && fields >> field; ++i) {
+    }
+    unsigned long long ticks = 0;
+    if (!(fields >> ticks)) return std::nullopt;
+    auto at = boot->find("\nbtime ");
+    if (at == std::string::npos) return std::nullopt;
+    long long btime = std::atoll(boot->c_str() + at + 7);
+    long hz = ::sysconf(_SC_CLK_TCK);
+    if (btime <= 0 || hz <= 0) return std::nullopt;
+    auto since_boot = std::chrono::milliseconds(static_cast<long long>(ticks * 1000 / static_cast<unsigned long long>(hz)));
+    return std::chrono::system_clock::time_point(std::chrono::seconds(btime)) + since_boot;
 }
 
 bool process_runs(pid_t pid, const std::string& marker) {
-    char state = process_state(pid);
-    if (state == 0 || state == 'Z' || state == 'X') return false;
-    std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    // Empty while it is between two programs (the java launcher may exec itself again).
-    return text.str().empty() || text.str().find(marker) != std::string::npos;
+    auto live = [](char state) { return state != 0 && state != 'Z' && state != 'X'; };
+    if (!live(process_state(pid))) return false;
+    auto cmdline = read_proc_file(pid, "cmdline");
+    if (!cmdline) return false;  // ended meanwhile
+    if (!cmdline->empty()) return cmdline->find(marker) != std::string::npos;
+    // Empty while it is between two programs (the java launcher may exec itself again), and also
+    // once it has ended (a zombie's is empty): running only if it still is, read after the cmdline.
+    return live(process_state(pid));
 }
 
 void reap(pid_t pid) {
@@ -106,7 +159,10 @@ bool wait_gone(pid_t pid, const std::string& marker, std::chrono::milliseconds t
 
 bool wait_stopped(pid_t pid, std::chrono::milliseconds timeout) {
     auto until = std::chrono::steady_clock::now() + timeout;
-    while (process_state(pid) != 'T' && process_state(pid) != 't') {
+    while (true) {
+        char state = process_state(pid);
+        if (state == 'T' || state == 't') break;
+        if (state == 0 || state == 'Z' || state == 'X') return false;  // ended: it never will
         if (std::chrono::steady_clock::now() >= until) return false;
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }

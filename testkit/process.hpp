@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,12 @@ pid_t spawn(const std::vector<std::string>& argv, const std::string& cwd, const 
 /// its own; /dev/null for its output.
 pid_t spawn_with_input(const std::vector<std::string>& argv, int stdin_fd);
 
+/// The whole of /proc/PID/NAME, or nullopt when it cannot be read: no such process, or it ended
+/// while being read (never throws, whenever the process goes).
+std::optional<std::string> read_proc_file(pid_t pid, const char* name);
+/// When `pid` started (whole 1/CLK_TCK ticks, so to a hundredth of a second), nullopt when there
+/// is no such process: tells a process from a later one that took its pid over.
+std::optional<std::chrono::system_clock::time_point> process_start_time(pid_t pid);
 /// The state letter of /proc/PID/stat (R, S, D, T, Z, ...), 0 when there is no such process.
 char process_state(pid_t pid);
 /// Whether `pid` runs (a stopped one too, not a zombie) and its command line contains `marker`

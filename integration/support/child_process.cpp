@@ -69,7 +69,7 @@ void child_process::close_input() {
     in_ = -1;
 }
 
-int child_process::wait(std::chrono::milliseconds timeout) {
+std::optional<int> child_process::wait_status(std::chrono::milliseconds timeout) {
     auto deadline = std::chrono::steady_clock::now() + timeout;
     while (!exited_) {
         pid_t r = waitpid(pid_, &status_, WNOHANG);
@@ -77,10 +77,24 @@ int child_process::wait(std::chrono::milliseconds timeout) {
             exited_ = true;
             break;
         }
-        if (std::chrono::steady_clock::now() > deadline) return -1;
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            // Not ours to wait for any more (reaped elsewhere): it has ended, and its pid may be
+            // another process's by now, so it is never signalled again.
+            exited_ = true;
+            status_reaped_elsewhere_ = true;
+            break;
+        }
+        if (std::chrono::steady_clock::now() > deadline) return std::nullopt;
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    return WIFEXITED(status_) ? WEXITSTATUS(status_) : -1;
+    if (status_reaped_elsewhere_) return std::nullopt;
+    return status_;
+}
+
+int child_process::wait(std::chrono::milliseconds timeout) {
+    auto status = wait_status(timeout);
+    return status && WIFEXITED(*status) ? WEXITSTATUS(*status) : -1;
 }
 
 }  // namespace zkr::test

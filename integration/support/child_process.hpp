@@ -24,6 +24,10 @@ public:
     void close_input();
     /// Waits for it to exit; returns its exit code (-1 if it did not exit in time or was signalled).
     int wait(std::chrono::milliseconds timeout = std::chrono::seconds(60));
+    /// Waits for it to exit; its raw wait status (WIFSIGNALED...), nullopt if it did not exit in
+    /// time. Tests never waitpid() a child_process themselves: its destructor would then signal
+    /// a pid that may be another process's by now.
+    std::optional<int> wait_status(std::chrono::milliseconds timeout = std::chrono::seconds(60));
     pid_t pid() const { return pid_; }
 
 private:
@@ -31,6 +35,7 @@ private:
     int in_ = -1, out_ = -1;
     std::string buffer_;
     bool exited_ = false;
+    bool status_reaped_elsewhere_ = false;
     int status_ = 0;
 };
 
