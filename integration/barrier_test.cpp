@@ -227,7 +227,9 @@ TEST_CASE("double barrier: an entrant whose listing cannot be answered by its de
     // connection is let in: the listing cannot be answered before the deadline.
     proxy.refuse_connections(true);
     proxy.lose_next_reply({zkr::test::zk_op::get_children, zkr::test::zk_op::get_children2}, 0, path);
-    CHECK_FALSE(entrant.enter_for(500ms));
+    // 3 s: long enough for the create and the listing to reach the proxy on a loaded machine (the
+    // listing can never be answered, so the deadline is what ends the call either way).
+    CHECK_FALSE(entrant.enter_for(3s));
     CHECK(proxy.replies_lost() == 1);
     // Its node: deleted once it could be, or gone with the session; never left for a late entrant.
     proxy.refuse_connections(false);
@@ -401,13 +403,16 @@ TEST_CASE("double barrier: a member that comes while a round is in passes at onc
     zkr::client a(test_options(connect)), b(test_options(connect)), c(test_options(connect));
     zkr::double_barrier_options options;
     options.reusable = reusable;
+    // A reusable barrier's path is a container: reaped once its rounds empty, and its version
+    // (the rounds closed) starts again at 0. The version is read at the end: made persistent here.
+    if (reusable) a.create_parents(path);
     zkr::double_barrier ma(a, path, 2, options), mb(b, path, 2, options), mc(c, path, 2, options);
     auto in_a = std::async(std::launch::async, [&] { return ma.enter_for(20s); });
     CHECK(mb.enter_for(20s));
     CHECK(in_a.get());
     // a and b are in; c comes before they leave.
     if (!reusable) {
-        CHECK(mc.enter_for(500ms));  // counted in their round ("ready" is there): through, alone
+        CHECK(mc.enter_for(20s));  // counted in their round ("ready" is there): through, alone
         auto out_a = std::async(std::launch::async, [&] { return ma.leave_for(20s); });
         auto out_c = std::async(std::launch::async, [&] { return mc.leave_for(20s); });
         CHECK(mb.leave_for(20s));
@@ -443,6 +448,7 @@ TEST_CASE("double barrier: reusable, a join whose reply is lost is resent and co
     std::string connect = test_connect_string(), path = unique_path("dbarrier-join-lost");
     zkr::testkit::proxy proxy(first_server(connect));
     zkr::client a(test_options(proxy.address(), 10s)), b(test_options(connect));
+    b.create_parents(path);  // persistent: its version is read at the end (a container is reaped once empty)
     zkr::double_barrier ma(a, path, 2, zkr::double_barrier_options{true}), mb(b, path, 2, zkr::double_barrier_options{true});
     a.wait_connected(10s);
     if (closed_before_resend) proxy.refuse_connections(true);  // a cannot resend until let in
@@ -471,6 +477,9 @@ TEST_CASE("double barrier: reusable, three members meet round after round on one
           "[double_barrier]") {
     std::string connect = test_connect_string(), path = unique_path("dbarrier-rounds");
     constexpr int n = 3, rounds = 15;
+    // Persistent: its version (rounds closed) is read at the end, and a container path is reaped
+    // once its rounds have emptied, its version back at 0.
+    zkr::client{test_options(connect)}.create_parents(path);
     // Counted before each call: a member through round r's enter (or leave) must find all n counted.
     std::array<std::atomic<int>, rounds> arrived{}, leaving{};
     std::vector<std::future<std::vector<std::string>>> members_done;  // what each member saw wrong
