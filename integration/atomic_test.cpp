@@ -18,6 +18,8 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <future>
 #include <limits>
 #include <set>
@@ -365,7 +367,7 @@ TEST_CASE("atomic long: writers of several clients all get their turn (none star
     constexpr int writers = 4;
     std::atomic<bool> stop{false};
     std::atomic<int> ready{0};
-    std::vector<int> made(writers, 0);
+    std::array<std::atomic<int>, writers> made{};  // read while the writers run
     std::vector<std::thread> threads;
     for (int w = 0; w < writers; ++w) {
         threads.emplace_back([&, w] {
@@ -379,13 +381,19 @@ TEST_CASE("atomic long: writers of several clients all get their turn (none star
         });
     }
     REQUIRE(eventually([&] { return ready == writers; }));
-    std::this_thread::sleep_for(2s);  // the measuring window, not a synchronisation
+    // Until every writer has made 5 (or 60 s: then the check below says who starved), not a fixed
+    // window that a loaded machine can fill with fewer.
+    eventually([&] {
+        for (int w = 0; w < writers; ++w)
+            if (made[w] < 5) return false;
+        return true;
+    }, 60s);
     stop = true;
     for (auto& t : threads) t.join();
-    INFO("increments per writer: " << made[0] << " " << made[1] << " " << made[2] << " " << made[3]);
+    INFO("increments per writer: " << made[0].load() << " " << made[1].load() << " " << made[2].load() << " " << made[3].load());
     for (int w = 0; w < writers; ++w) CHECK(made[w] >= 5);
     zkr::client c(test_options(connect));
-    CHECK(zkr::atomic_long(c, path).get().post == made[0] + made[1] + made[2] + made[3]);
+    CHECK(zkr::atomic_long(c, path).get().post == made[0].load() + made[1].load() + made[2].load() + made[3].load());
 }
 
 // Curator's PromotedToLock: a change that lost max_attempts races takes the lock and tries again.

@@ -186,8 +186,9 @@ TEST_CASE("no herd: one release wakes exactly one of 50 waiters", "[mutex][herd]
     // Gone: the woken waiter's child watch (one notification), the old holder's watch on its own
     // node, and the data watch of the one behind the new holder, which its mark fired (it got in
     // with no listing, so it marks). The new holder goes on watching its own node. Every other
-    // waiter's watches are untouched.
-    CHECK(cluster.data_watch_count(0) == 48);
+    // waiter's watches are untouched. (The new holder's mark is sent, not waited for, before its
+    // lock() returns: the count moves once the server has applied it.)
+    CHECK(eventually([&] { return cluster.data_watch_count(0) == 48; }));
     CHECK(eventually([&] { return cluster.watch_count(0) == 48 + static_cast<int>(zkr::test::queue_child_watches(holder_client, path)); }));
 
     // Each further release wakes one more, in turn.
@@ -230,7 +231,9 @@ TEST_CASE("holder process killed: the next waiter gets the lock within the sessi
     waitpid(holder, nullptr, 0);
     auto [at, held] = get_within(f, 15s, "the waiter's acquisition");
     CHECK(held);
-    CHECK(at - killed_at < 2000ms + 1500ms);  // the server's session timeout plus its tick granularity
+    // The server's session timeout (2 s) plus its tick granularity, and slack for a loaded machine
+    // (the waiter's wake-up and its thread's turn): "once the session ends", not "some day".
+    CHECK(at - killed_at < 2000ms + 4000ms);
     CHECK(held);
     CHECK_FALSE(c.exists(node).exists);
 }
@@ -441,7 +444,9 @@ TEST_CASE("release during connection loss: the delete completes after reconnecti
     CHECK(m.state() == zkr::lock_state::uncertain);
     auto start = std::chrono::steady_clock::now();
     m.unlock();  // returns at once: the delete waits for the connection
-    CHECK(std::chrono::steady_clock::now() - start < 100ms);
+    // Far less than a session timeout (the connection stays refused): it did not wait for it. Not
+    // 100 ms: on a loaded machine a thread can wait longer than that for its turn.
+    CHECK(std::chrono::steady_clock::now() - start < 1000ms);
     CHECK(m.hold_count() == 0);
     CHECK(observer.exists(node).exists);
     CHECK_FALSE(other.try_lock());

@@ -69,7 +69,9 @@ TEST_CASE("outage: every call returns within its documented bound", "[outage][ow
     start = clock_type::now();
     CHECK_FALSE(f.other.try_lock(ec));
     CHECK(ec == errc::connection_loss);
-    CHECK(ms_since(start) < 100);
+    // "At once": far below the 2 s a wait for the connection would take. Not 100 ms: on a loaded
+    // machine a thread can wait that long for its turn.
+    CHECK(ms_since(start) < 1000);
 
     // try_lock_for(d): by d, whatever happens.
     start = clock_type::now();
@@ -80,7 +82,7 @@ TEST_CASE("outage: every call returns within its documented bound", "[outage][ow
     // unlock: at once; the delete is guaranteed while the session lives.
     start = clock_type::now();
     f.held.unlock();
-    CHECK(ms_since(start) < 100);
+    CHECK(ms_since(start) < 1000);  // at once, as above
 
     // wait_connected(t): by t, with connect_timeout.
     start = clock_type::now();

@@ -60,7 +60,9 @@ TEST_CASE("persistent node: made, made again when deleted, its data set, deleted
     CHECK(data_of(other, path) == "payload");
 
     node.set_data("new payload");
-    CHECK(data_of(other, path) == "new payload");
+    // The node seen made again above may be one whose create's reply the node has not yet had:
+    // the data is then written once that reply comes, not at once.
+    CHECK(eventually([&] { return data_of(other, path) == "new payload"; }));
     CHECK(node.data() == "new payload");
     other.remove(path);
     REQUIRE(eventually([&] { return owner_of(other, path) == c.session_id(); }));

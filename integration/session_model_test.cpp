@@ -33,16 +33,27 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-// Occupies an executor for `d`: a user handler that spins (a slow handler, a GC-like pause).
-std::future<void> occupy(const asio::any_io_executor& ex, std::chrono::milliseconds d) {
+// Occupies an executor until released: a user handler that spins (a slow handler, a GC-like
+// pause). It spins until the test calls release(), not for a fixed time, so a loaded machine
+// cannot end it before the events the test needs it to outlast (the premise of "while the
+// executor is still busy"); 60 s at most, so a test that fails before releasing still ends.
+struct occupation {
+    std::shared_ptr<std::atomic<bool>> released = std::make_shared<std::atomic<bool>>(false);
+    std::future<void> done;
+    void release() { *released = true; }
+    bool busy() { return done.wait_for(std::chrono::milliseconds(0)) == std::future_status::timeout; }
+};
+
+occupation occupy(const asio::any_io_executor& ex) {
+    occupation o;
     auto done = std::make_shared<std::promise<void>>();
-    auto f = done->get_future();
-    asio::post(ex, [d, done] {
-        auto until = clock_type::now() + d;
-        while (clock_type::now() < until) {}
+    o.done = done->get_future();
+    asio::post(ex, [released = o.released, done] {
+        auto cap = clock_type::now() + std::chrono::seconds(60);
+        while (!*released && clock_type::now() < cap) {}
         done->set_value();
     });
-    return f;
+    return o;
 }
 
 long long ms_since(clock_type::time_point t) {
@@ -60,17 +71,19 @@ TEST_CASE("state() tells the truth while a user handler spins on the default exe
     held.lock();
     REQUIRE(held.state() == lock_state::held);
 
-    auto spinning = occupy(holder_client.get_executor(), 8000ms);
+    auto spinning = occupy(holder_client.get_executor());
+    std::shared_ptr<void> stop_spinning(nullptr, [&](void*) { spinning.release(); });
     auto old_session = zkr::testkit::expire_session(holder_client, test_connect_string());
     // The other client takes the lock while the handler still spins.
     REQUIRE(other.try_lock_for(6s));
-    REQUIRE(spinning.wait_for(0ms) == std::future_status::timeout);
+    REQUIRE(spinning.busy());
     // The client knows its session is gone (it may already run a new one), and so does the lock.
     CHECK(holder_client.session_id() != old_session);
     CHECK(held.state() == lock_state::lost);
     other.unlock();
     held.unlock();
-    zkr::test::get_within(spinning, 15s, "the spinning handler");
+    spinning.release();
+    zkr::test::get_within(spinning.done, 15s, "the spinning handler");
 }
 
 TEST_CASE("a blocking try_lock_for inside a completion handler returns by its deadline", "[session_model]") {
@@ -161,12 +174,14 @@ TEST_CASE("a late lost event never marks a hold of the new session lost", "[sess
     auto lost_seen = std::make_shared<std::atomic<int>>(0);
     auto sub = m.on_lost([lost_seen](const std::string&) { ++*lost_seen; });
 
-    auto busy = occupy(user_context.get_executor(), 5000ms);
+    auto busy = occupy(user_context.get_executor());
+    std::shared_ptr<void> stop_spinning(nullptr, [&](void*) { busy.release(); });
     auto old_session = zkr::testkit::expire_session(c, test_connect_string());
     REQUIRE(eventually([&] { return c.session_id() != 0 && c.session_id() != old_session && c.is_connected(); }));
     m.lock();  // on the new session, while the user executor is still busy
-    REQUIRE(busy.wait_for(0ms) == std::future_status::timeout);
-    zkr::test::get_within(busy, 15s, "the busy user executor");
+    REQUIRE(busy.busy());
+    busy.release();
+    zkr::test::get_within(busy.done, 15s, "the busy user executor");
     // Everything the busy executor held back has run by now.
     std::promise<void> drained;
     asio::post(user_context, [&] { drained.set_value(); });
