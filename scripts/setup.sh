@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  g++ cmake make                 # toolchain
+  g++ cmake make ninja-build     # toolchain (Ninja keeps both cores busy; make -j2 left one idle)
   libzookeeper-mt-dev            # the ZooKeeper C client, multi-threaded
   libboost1.81-dev               # Asio, Boost.System
   catch2                         # tests (v2)

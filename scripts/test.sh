@@ -11,7 +11,11 @@ if [ -n "${ZKR_TESTKIT_CONNECT:-${ZK_CONNECT:-}}" ]; then
 fi
 scripts/setup.sh
 build=${ZKR_BUILD_DIR:-build}
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=${ZKR_BUILD_TYPE:-RelWithDebInfo} >/dev/null
+# Ninja for a new build tree: it keeps both cores busy where make's target-by-target order leaves
+# one idle (docs/testing.md, "Where CI's time goes"). An existing tree keeps its generator.
+generator=()
+[ -f "$build/CMakeCache.txt" ] || generator=(-G Ninja)
+cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=${ZKR_BUILD_TYPE:-RelWithDebInfo} >/dev/null
 cmake --build "$build" -j"$(nproc)"
 cd "$build"
 # Six at a time, on 2 cores too: most of a test's time is waiting for a server, a timeout or a
