@@ -23,6 +23,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <sstream>
 #include <fstream>
 #include <future>
 #include <iterator>
@@ -424,6 +425,58 @@ TEST_CASE("zkr::testkit::ensemble: a standalone server stops, starts and restart
     }
     CHECK_FALSE(std::filesystem::exists(dir));
     CHECK_FALSE(java_runs_in(dir));
+}
+
+// The JVM options the server of `dir` runs with that name a class-data-sharing archive.
+std::string cds_option_of(const std::string& dir) {
+    std::ifstream pid_file(dir + "/s0/pid");
+    pid_t pid = 0;
+    pid_file >> pid;
+    auto cmdline = zkr::testkit::detail::read_proc_file(pid, "cmdline");
+    if (!cmdline) return "(no process)";
+    std::string found;
+    std::stringstream args(*cmdline);
+    for (std::string arg; std::getline(args, arg, '\0');)
+        if (arg.find("Archive") != std::string::npos) found += arg;
+    return found;
+}
+
+TEST_CASE("zkr::testkit::ensemble: servers start from a class-data-sharing archive once one stopped normally, and a "
+          "killed one leaves none",
+          "[testkit]") {
+    const auto cache = std::filesystem::path(fresh_parent("cds"));
+    ::setenv("ZKR_TESTKIT_CDS_DIR", cache.c_str(), 1);  // one process per test case: ours alone
+    std::shared_ptr<void> unset(nullptr, [](void*) { ::unsetenv("ZKR_TESTKIT_CDS_DIR"); });
+    auto archives = [&] {
+        std::vector<std::string> names;
+        for (const auto& e : std::filesystem::directory_iterator(cache)) names.push_back(e.path().filename().string());
+        return names;
+    };
+    {
+        // No archive yet: the server is to write one as it exits; killed, it writes none.
+        zkr::testkit::ensemble zk(zkr::test::own_servers(1));
+        CHECK_THAT(cds_option_of(zk.directory()), Catch::StartsWith("-XX:ArchiveClassesAtExit=" + cache.string() + "/zookeeper-"));
+        zk.kill(0);
+        CHECK(archives().empty());  // neither an archive nor its half-written dump
+        zk.start(0);
+        CHECK_THAT(cds_option_of(zk.directory()), Catch::StartsWith("-XX:ArchiveClassesAtExit="));
+        zk.stop(0);  // a normal exit: the archive is put in place
+        auto names = archives();
+        REQUIRE(names.size() == 1);
+        CHECK_THAT(names[0], Catch::StartsWith("zookeeper-") && Catch::EndsWith(".jsa"));
+        zk.start(0);
+        CHECK(cds_option_of(zk.directory()) == "-XX:SharedArchiveFile=" + (cache / names[0]).string());
+    }
+    // Another ensemble (another process would do the same) starts from it at once, and serves.
+    zkr::testkit::ensemble zk(zkr::test::own_servers(1));
+    CHECK_THAT(cds_option_of(zk.directory()), Catch::StartsWith("-XX:SharedArchiveFile="));
+    CHECK(zk.four_letter_word(0, "ruok") == "imok");
+    // Turned off: nothing of it on the command line.
+    auto options = zkr::test::own_servers(1);
+    options.class_data_sharing = false;
+    zkr::testkit::ensemble plain(options);
+    CHECK(cds_option_of(plain.directory()).empty());
+    std::filesystem::remove_all(cache);
 }
 
 TEST_CASE("zkr::testkit::ensemble: bad input is refused naming what was wrong, and a failed start leaves nothing",

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <atomic>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -54,6 +55,45 @@ void write_file(const std::string& path, const std::string& text) {
 std::string trim(std::string s) {
     while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
     return s;
+}
+
+// The servers' class-data-sharing archive: the classes a ZooKeeper server loads at start, mapped
+// from a file instead of loaded, parsed and verified again by every JVM (a third of a server's
+// start-up CPU: 0.76 s against 0.50 s, and 100 ms less before it serves, measured). One archive
+// per java, class path and JVM options, in ZKR_TESTKIT_CDS_DIR, else $XDG_CACHE_HOME/zkr-testkit,
+// else ~/.cache/zkr-testkit. Made by the first server that exits normally without one (the JVM
+// writes it as it exits: -XX:ArchiveClassesAtExit); the JVM checks an archive against the class
+// path it runs with and ignores one that does not match, so a stale one costs nothing.
+std::string cds_directory() {
+    std::string dir = env("ZKR_TESTKIT_CDS_DIR");
+    if (dir.empty() && !env("XDG_CACHE_HOME").empty()) dir = env("XDG_CACHE_HOME") + "/zkr-testkit";
+    if (dir.empty() && !env("HOME").empty()) dir = env("HOME") + "/.cache/zkr-testkit";
+    if (dir.empty()) return {};
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    return ec || !fs::is_directory(dir, ec) ? std::string() : dir;
+}
+
+// Names what the archive depends on: the java (resolved), each jar with its size and time, the
+// JVM options. A package upgrade names a new archive.
+std::string cds_archive(const std::string& java, const std::string& class_path, const std::vector<std::string>& jvm_options) {
+    std::string dir = cds_directory();
+    if (dir.empty()) return {};
+    std::error_code ec;
+    std::string key = fs::weakly_canonical(java, ec).string();
+    std::stringstream jars(class_path);
+    std::string jar;
+    while (std::getline(jars, jar, ':')) {
+        key += "|" + jar;
+        auto size = fs::file_size(jar, ec);
+        if (!ec) key += ":" + std::to_string(size);
+        auto time = fs::last_write_time(jar, ec);
+        if (!ec) key += ":" + std::to_string(time.time_since_epoch().count());
+    }
+    for (const auto& o : jvm_options) key += "|" + o;
+    char name[64];
+    std::snprintf(name, sizeof name, "zookeeper-%016zx.jsa", std::hash<std::string>{}(key));
+    return dir + "/" + name;
 }
 
 std::string tail(const std::string& path, int lines) {
@@ -236,6 +276,14 @@ struct ensemble::impl {
             std::string lines;
             for (auto& c : command) lines += c + "\n";
             write_file(sdir + "/command", lines);
+            // Where the class-data-sharing archive is (launch() uses it, or has it made), for
+            // whoever starts this server: this process, or another one that attached.
+            std::error_code ec;
+            fs::remove(sdir + "/cds-archive", ec);
+            if (options.class_data_sharing) {
+                if (auto archive = cds_archive(java, class_path, options.jvm_options); !archive.empty())
+                    write_file(sdir + "/cds-archive", archive + "\n");
+            }
         }
     }
 
@@ -250,6 +298,22 @@ struct ensemble::impl {
             while (std::getline(lines, line)) command.push_back(line);
         }
         if (command.empty()) throw std::runtime_error("zkr::testkit: " + sdir + "/command is missing");
+        // From the archive if there is one; else this server writes one as it exits (to a name
+        // of its own, renamed into place once it has exited normally: see finish_cds_dump).
+        if (auto archive = trim(read_file(sdir + "/cds-archive")); !archive.empty()) {
+            std::vector<std::string> cds{"-Xlog:cds=off", "-Xlog:cds+dynamic=off"};
+            std::error_code ec;
+            finish_cds_dump(i, false);  // what an earlier start of this server left, if it exited on its own
+            if (fs::exists(archive, ec)) {
+                cds.push_back("-XX:SharedArchiveFile=" + archive);
+            } else {
+                drop_stale_cds_dumps(archive);
+                std::string dump = archive + "." + std::to_string(::getpid()) + "-" + instance + "-s" + std::to_string(i) + ".tmp";
+                cds.push_back("-XX:ArchiveClassesAtExit=" + dump);
+                write_file(sdir + "/cds-dump", dump + "\n");
+            }
+            command.insert(command.begin() + 1, cds.begin(), cds.end());
+        }
         {
             std::ofstream log(sdir + "/server.log", std::ios::app);
             log << "===== zkr::testkit: starting server " << i << "\n";
@@ -270,16 +334,51 @@ struct ensemble::impl {
                 ::kill(pid, SIGTERM);
                 ::kill(pid, SIGCONT);  // a frozen JVM cannot act on SIGTERM
             }
-            if (!detail::wait_gone(pid, marker(i), kill ? std::chrono::milliseconds(5000) : options.stop_timeout)) {
+            bool exited = detail::wait_gone(pid, marker(i), kill ? std::chrono::milliseconds(5000) : options.stop_timeout);
+            if (!exited) {
                 ::kill(pid, SIGKILL);
                 if (!detail::wait_gone(pid, marker(i), std::chrono::milliseconds(5000)))
                     throw std::runtime_error("zkr::testkit: server " + std::to_string(i) + " (pid " + std::to_string(pid) +
                                              ") survived SIGKILL");
             }
+            finish_cds_dump(i, exited && !kill);
+        } else {
+            finish_cds_dump(i, false);  // it ended on its own: whatever it wrote is not to be trusted
         }
         detail::reap(pid);  // one that exited on its own (a bad setting, a port taken) is a zombie of ours
         std::error_code ec;
         fs::remove(server_dir(i) + "/pid", ec);
+    }
+
+    // Dumps of servers that never stopped through us (their watchdog stopped them, or their
+    // process was killed with ours) are never renamed: gone after ten minutes.
+    static void drop_stale_cds_dumps(const std::string& archive) {
+        const fs::path a(archive);
+        const std::string prefix = a.filename().string() + ".";
+        std::error_code ec;
+        for (fs::directory_iterator it(a.parent_path(), ec), end; !ec && it != end; it.increment(ec)) {
+            const std::string name = it->path().filename().string();
+            if (name.rfind(prefix, 0) != 0 || name.size() < 4 || name.compare(name.size() - 4, 4, ".tmp") != 0) continue;
+            std::error_code time_ec;
+            auto age = fs::file_time_type::clock::now() - fs::last_write_time(it->path(), time_ec);
+            if (!time_ec && age > std::chrono::minutes(10)) fs::remove(it->path(), time_ec);
+        }
+    }
+
+    // A server that was to write the class-data-sharing archive has gone: the archive it wrote is
+    // put in place if it exited normally (a killed JVM writes none, or half of one), else dropped.
+    void finish_cds_dump(int i, bool exited_normally) {
+        const std::string sdir = server_dir(i);
+        auto dump = trim(read_file(sdir + "/cds-dump"));
+        if (dump.empty()) return;
+        std::error_code ec;
+        fs::remove(sdir + "/cds-dump", ec);
+        auto archive = trim(read_file(sdir + "/cds-archive"));
+        if (exited_normally && !archive.empty() && fs::file_size(dump, ec) > 0 && !ec) {
+            fs::rename(dump, archive, ec);  // atomic: a server starting now sees all of it or none
+            if (!ec) return;
+        }
+        fs::remove(dump, ec);
     }
 
     void stop_all(bool kill) {

@@ -58,6 +58,12 @@ struct ensemble_options {
     /// JIT tuned for start-up, which is what a test's server needs.
     std::vector<std::string> jvm_options{"-Xms16m", "-Xmx96m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
                                          "-XX:-UsePerfData"};
+    /// Start servers from a class-data-sharing archive of the classes a server loads (a third
+    /// less start-up CPU, 100 ms sooner serving). Kept in $ZKR_TESTKIT_CDS_DIR, else
+    /// $XDG_CACHE_HOME/zkr-testkit, else ~/.cache/zkr-testkit, one per java, class path and JVM
+    /// options; the first server to stop normally without one writes it. False, or no such
+    /// directory to be had: none.
+    bool class_data_sharing = true;
 };
 
 /// Real ZooKeeper servers on 127.0.0.1, each a Java process of its own. The constructor returns
