@@ -1,5 +1,6 @@
 // zkr::leader_latch against a real server under the faults behind Curator's known LeaderLatch bugs
-// (/work/shared/notes/recipes-research.md, section 1), and beside Curator 5.4 LeaderLatch peers.
+// (CURATOR-645, -653, -652, -696 and the frozen leader: docs/leader-election.md), and beside Curator
+// 5.4 LeaderLatch peers.
 //
 // Mutual exclusion is checked by a sampler thread that reads every participant's
 // has_leadership() in a tight loop for the whole test: at no sampled instant may two report it.
