@@ -78,7 +78,7 @@ int main(int argc, char** argv) try {
     }
     std::cout << "workers wait at the gate; chunks left: " << chunks_left.count() << "\n";
     gate.remove();  // go
-    bool finished = chunks_left.await_for(60s);
+    bool finished = chunks_left.wait(60s);
     for (auto& t : threads) t.join();
 
     int wrong = 0;

@@ -75,7 +75,7 @@ void append(zkr::client& client, const zkr::op::guard& fence, const std::string&
 void replica(int me, zkr::client& client, zkr::leader_latch& latch, const std::vector<zkr::leader_latch*>& all,
              const std::string& ledger, observations& seen, std::chrono::steady_clock::time_point deadline) {
     // Every wait has a deadline: a replica that never leads is a failure, not a hang.
-    if (!latch.await_leadership(deadline - std::chrono::steady_clock::now())) {
+    if (!latch.wait_leadership(deadline - std::chrono::steady_clock::now())) {
         seen.expect(false, "replica " + std::to_string(me) + " never led");
         return;
     }

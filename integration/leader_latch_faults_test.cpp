@@ -378,7 +378,7 @@ TEST_CASE("leader latch faults: CURATOR-696, sessions given up while the ensembl
     zkr::leader_latch a(ca, path, "a");
     zkr::leader_latch b(cb, path, "b");
     a.start();
-    REQUIRE(a.await_leadership(deadline));
+    REQUIRE(a.wait_leadership(deadline));
     b.start();
     zkr::client observer(observer_options(cluster.connect_string()));
     REQUIRE(eventually([&] { return queue_length(observer, path) == 2; }, deadline));
@@ -606,7 +606,7 @@ TEST_CASE("leader latch faults: Netflix #115, a waiter whose own node is gone ne
     zkr::leader_latch a(ca, path, "a"), b(cb, path, "b"), c(cc, path, "c");
     leadership_log log_b(b), log_c(c);
     a.start();
-    REQUIRE(a.await_leadership(deadline));
+    REQUIRE(a.wait_leadership(deadline));
     b.start();
     REQUIRE(eventually([&] { return queue_length(observer, path) == 2; }, deadline));
     c.start();
@@ -624,7 +624,7 @@ TEST_CASE("leader latch faults: Netflix #115, a waiter whose own node is gone ne
     // own client, which sends after the event reached it.
     REQUIRE(eventually([&] { return queue_length(cc, path) == 3; }, deadline));
     a.close();
-    REQUIRE(c.await_leadership(deadline));
+    REQUIRE(c.wait_leadership(deadline));
     // b queues again behind c with a node of its own.
     REQUIRE(eventually([&] { return nodes_with_id(observer, path, "b").size() == 1; }, deadline));
     settled_nodes(observer, path, {{"b", &cb}, {"c", &cc}});
@@ -710,7 +710,7 @@ TEST_CASE("leader latch faults: CURATOR-620, back-to-back connection drops while
     zkr::leader_latch a(ca, path, "a"), b(cb, path, "b");
     leadership_log log_a(a);
     a.start();
-    REQUIRE(a.await_leadership(deadline));
+    REQUIRE(a.wait_leadership(deadline));
     b.start();
     auto nodes = settled_nodes(observer, path, {{"a", &ca}, {"b", &cb}});
     auto token = a.fencing_token();
@@ -776,7 +776,7 @@ TEST_CASE("leader latch faults: CURATOR-498, a lost create reply never installs 
     zkr::client observer(observer_options(connect));
     zkr::leader_latch b(cb, path, "b");
     b.start();
-    REQUIRE(b.await_leadership(deadline));
+    REQUIRE(b.wait_leadership(deadline));
     const auto b_token = b.fencing_token();
     const auto b_node = b.node_path();
 
@@ -801,7 +801,7 @@ TEST_CASE("leader latch faults: CURATOR-498, a lost create reply never installs 
         CHECK(b.has_leadership());
         CHECK(b.fencing_token() == b_token);
         b.close();
-        REQUIRE(a.await_leadership(deadline));
+        REQUIRE(a.wait_leadership(deadline));
         CHECK(a.node_path() == path + "/" + nodes["a"]);  // the very node whose reply was lost
         CHECK(a.fencing_token() == made.czxid);
         CHECK(queue_length(observer, path) == 1);
@@ -840,7 +840,7 @@ TEST_CASE("leader latch faults: CURATOR-498, a lost create reply never installs 
         CHECK(b.fencing_token() == b_token);
         CHECK_FALSE(a.has_leadership());
         b.close();
-        REQUIRE(a.await_leadership(deadline));
+        REQUIRE(a.wait_leadership(deadline));
         CHECK(a.node_path() == path + "/" + nodes["a"]);
         CHECK(observer.exists(a.node_path()).stat.ephemeral_owner == ca.session_id());
         sampler.wait_rounds(1000);
@@ -884,7 +884,7 @@ TEST_CASE("leader latch faults: CURATOR-3, close() inside a listener leaves no n
     }
     SECTION("in on_not_leader, the node deleted by someone else (a new join under way, behind b)") {
         a->start();
-        REQUIRE(a->await_leadership(deadline));
+        REQUIRE(a->wait_leadership(deadline));
         b.start();
         b_started = true;
         REQUIRE(eventually([&] { return queue_length(observer, path) == 2; }, deadline));
@@ -897,7 +897,7 @@ TEST_CASE("leader latch faults: CURATOR-3, close() inside a listener leaves no n
     }
     SECTION("in on_not_leader, the connection cut (the node stays until the close deletes it)") {
         a->start();
-        REQUIRE(a->await_leadership(deadline));
+        REQUIRE(a->wait_leadership(deadline));
         close_on_not_leader = true;
         proxy.refuse_connections(true);
         proxy.drop_connections();
@@ -906,7 +906,7 @@ TEST_CASE("leader latch faults: CURATOR-3, close() inside a listener leaves no n
         proxy.refuse_connections(false);
     }
     if (!b_started) b.start();
-    REQUIRE(b.await_leadership(deadline));
+    REQUIRE(b.wait_leadership(deadline));
     CHECK_FALSE(a->has_leadership());
     CHECK(a->state() == lock_state::not_held);
     // Nothing of a's is left, nor left to come. In the second section a's rejoin (its node was
@@ -936,7 +936,7 @@ TEST_CASE("leader latch faults: the container path reaped while the session was 
     zkr::leader_latch a(ca, path, "a");
     leadership_log log_a(a);
     a.start();
-    REQUIRE(a.await_leadership(deadline));
+    REQUIRE(a.wait_leadership(deadline));
     auto token = a.fencing_token();
     const bool waiting = GENERATE(false, true);
     INFO((waiting ? "as a waiter (another led, then left while it was away)" : "as the leader"));
@@ -949,7 +949,7 @@ TEST_CASE("leader latch faults: the container path reaped while the session was 
         a.close();
         REQUIRE(eventually([&] { return queue_length(observer, path) == 0; }, deadline));
         b->start();
-        REQUIRE(b->await_leadership(deadline));
+        REQUIRE(b->wait_leadership(deadline));
         token = b->fencing_token();
     }
     zkr::leader_latch* a_ptr = &a;
@@ -970,7 +970,7 @@ TEST_CASE("leader latch faults: the container path reaped while the session was 
     REQUIRE(eventually([&] { return !observer.exists(path).exists; }, deadline));
     proxy.refuse_connections(false);
     // Back: a new session, the path made again, and a leads with a newer token.
-    REQUIRE(a_ptr->await_leadership(deadline));
+    REQUIRE(a_ptr->wait_leadership(deadline));
     CHECK(a_ptr->fencing_token() > token);
     CHECK(observer.exists(a_ptr->node_path()).stat.ephemeral_owner == ca.session_id());
     CHECK(queue_length(observer, path) == 1);
@@ -1044,7 +1044,7 @@ TEST_CASE("leader latch faults: a leader frozen past its session timeout does no
 
     ::kill(holder.pid(), SIGSTOP);
     const auto stopped = clock_type::now();
-    REQUIRE(b.await_leadership(deadline));
+    REQUIRE(b.wait_leadership(deadline));
     const auto b_leads = clock_type::now();  // b led no later than this
     const auto b_token = b.fencing_token();
     ::kill(holder.pid(), SIGCONT);
@@ -1141,7 +1141,7 @@ TEST_CASE("leader latch interop: zkr and Curator participants elect one leader a
     REQUIRE(cur.latch_await("L", deadline));
     z.start();
     REQUIRE(eventually([&] { return queue_length(observer, path) == 2; }, deadline));
-    CHECK_FALSE(z.await_leadership(500ms));
+    CHECK_FALSE(z.wait_leadership(500ms));
     CHECK(cur.latch_has("L"));
     auto everyone = z.participants();
     REQUIRE(everyone.size() == 2);
@@ -1155,7 +1155,7 @@ TEST_CASE("leader latch interop: zkr and Curator participants elect one leader a
 
     // The Curator leader closes: zkr leads; a new Curator latch queues behind it and sees it lead.
     cur.close("L");
-    REQUIRE(z.await_leadership(deadline));
+    REQUIRE(z.wait_leadership(deadline));
     const auto z_token = z.fencing_token();
     cur.latch_start("M", path, "curator-2");
     REQUIRE(eventually([&] { return queue_length(observer, path) == 2; }, deadline));

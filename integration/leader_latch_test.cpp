@@ -66,12 +66,12 @@ TEST_CASE("leader latch: one of two leads, and on close the other does with a hi
     zkr::leader_latch a(ca, path, "host-a:8080");
     zkr::leader_latch b(cb, path, "host-b:8080");
     a.start();
-    REQUIRE(a.await_leadership(10s));
+    REQUIRE(a.wait_leadership(10s));
     b.start();
     REQUIRE(eventually([&] { return queue_length(ca, path) == 2; }));
     CHECK(a.has_leadership());
     CHECK_FALSE(b.has_leadership());
-    CHECK_FALSE(b.await_leadership(200ms));
+    CHECK_FALSE(b.wait_leadership(200ms));
     CHECK(b.state() == lock_state::not_held);
     auto token_a = a.fencing_token();
     CHECK_THROWS_AS(b.fencing_token(), zkr::system_error);
@@ -97,7 +97,7 @@ TEST_CASE("leader latch: one of two leads, and on close the other does with a hi
     CHECK(b.leader()->id == "host-a:8080");
 
     a.close();
-    REQUIRE(b.await_leadership(10s));
+    REQUIRE(b.wait_leadership(10s));
     CHECK(b.fencing_token() > token_a);
     CHECK_FALSE(a.has_leadership());
     CHECK(a.state() == lock_state::not_held);
@@ -117,7 +117,7 @@ TEST_CASE("leader latch: listeners run in order on the client executor, and the 
         zkr::leader_latch l(c, path, "n");
         leadership_log log(l);
         l.start();
-        REQUIRE(l.await_leadership(10s));
+        REQUIRE(l.wait_leadership(10s));
         REQUIRE(eventually([&] { return log.snapshot() == std::vector<bool>{true}; }));
         l.close(zkr::close_mode::notify_leader);
         REQUIRE(eventually([&] { return log.snapshot() == std::vector<bool>{true, false}; }));
@@ -130,7 +130,7 @@ TEST_CASE("leader latch: listeners run in order on the client executor, and the 
             zkr::leader_latch l(c, path, "s");
             leadership_log log(l);
             l.start();
-            REQUIRE(l.await_leadership(10s));
+            REQUIRE(l.wait_leadership(10s));
             REQUIRE(eventually([&] { return log.snapshot().size() == 1; }));
             l.close();
             // Nothing more may come: the next change would be posted right after close; wait for
@@ -145,20 +145,20 @@ TEST_CASE("leader latch: listeners run in order on the client executor, and the 
     }
 }
 
-TEST_CASE("leader latch: async_await_leadership completes, is cancellable, and ends with close", "[leader_latch]") {
+TEST_CASE("leader latch: async_wait_leadership completes, is cancellable, and ends with close", "[leader_latch]") {
     std::string path = unique_path("latch-await");
     zkr::client ca(test_options(test_connect_string()));
     zkr::client cb(test_options(test_connect_string()));
     zkr::leader_latch a(ca, path, "a");
     a.start();
-    REQUIRE(a.async_await_leadership(asio::use_future).wait_for(10s) == std::future_status::ready);
+    REQUIRE(a.async_wait_leadership(asio::use_future).wait_for(10s) == std::future_status::ready);
     CHECK(a.has_leadership());
 
     zkr::leader_latch b(cb, path, "b");
     b.start();
     asio::cancellation_signal cancel;
-    auto cancelled = b.async_await_leadership(asio::bind_cancellation_slot(cancel.slot(), asio::use_future));
-    auto closed = b.async_await_leadership(asio::use_future);
+    auto cancelled = b.async_wait_leadership(asio::bind_cancellation_slot(cancel.slot(), asio::use_future));
+    auto closed = b.async_wait_leadership(asio::use_future);
     REQUIRE(eventually([&] { return queue_length(ca, path) == 2; }));
     cancel.emit(asio::cancellation_type::terminal);
     REQUIRE(ready_within(cancelled, 10s));
@@ -172,7 +172,7 @@ TEST_CASE("leader latch: async_await_leadership completes, is cancellable, and e
     b.close();
     REQUIRE(ready_within(closed, 10s));
     CHECK_THROWS_AS(closed.get(), zkr::system_error);
-    CHECK_FALSE(b.await_leadership(10s));  // closed: returns at once
+    CHECK_FALSE(b.wait_leadership(10s));  // closed: returns at once
     CHECK_THROWS_AS(b.start(), std::logic_error);
     CHECK(eventually([&] { return queue_length(ca, path) == 1; }));
 }
@@ -183,7 +183,7 @@ TEST_CASE("leader latch: a leader whose node someone deletes stops leading, is t
     zkr::leader_latch l(c, path, "only");
     leadership_log log(l);
     l.start();
-    REQUIRE(l.await_leadership(10s));
+    REQUIRE(l.wait_leadership(10s));
     auto token = l.fencing_token();
     auto lost = l.async_wait_lost(asio::use_future);
     zkr::client op(test_options(test_connect_string()));
@@ -207,7 +207,7 @@ TEST_CASE("leader latch: a session lost means leadership lost, then a new leader
     zkr::leader_latch l(c, path, "x");
     zkr::leader_latch o(other, path, "o");
     l.start();
-    REQUIRE(l.await_leadership(10s));
+    REQUIRE(l.wait_leadership(10s));
     o.start();
     REQUIRE(eventually([&] { return queue_length(c, path) == 2; }));
     auto token = l.fencing_token();
@@ -215,12 +215,12 @@ TEST_CASE("leader latch: a session lost means leadership lost, then a new leader
     zkr::testkit::expire_session(c, test_connect_string());
     REQUIRE(ready_within(lost, 10s));
     // `o` leads; `l` queued again behind it with a node of its new session.
-    REQUIRE(o.await_leadership(10s));
+    REQUIRE(o.wait_leadership(10s));
     CHECK(o.fencing_token() > token);
     CHECK_FALSE(l.has_leadership());
     REQUIRE(eventually([&] { return queue_length(other, path) == 2; }));
     o.close();
-    REQUIRE(l.await_leadership(10s));
+    REQUIRE(l.wait_leadership(10s));
     CHECK(l.fencing_token() > token);
 }
 
@@ -231,7 +231,7 @@ TEST_CASE("leader latch: a guarded write fails whole once leadership is gone", "
     c.create(data, "0");
     zkr::leader_latch l(c, path, "g");
     l.start();
-    REQUIRE(l.await_leadership(10s));
+    REQUIRE(l.wait_leadership(10s));
     c.multi({l.guard(), zkr::op::set_data{data, "1"}});
     CHECK(c.get_data(data).data == "1");
     auto guard = l.guard();

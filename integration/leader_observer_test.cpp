@@ -103,7 +103,7 @@ TEST_CASE("leader observer: reads the election again after its own session is lo
     a.close();
     zkr::leader_latch b(lc, path, "b");
     b.start();
-    REQUIRE(b.await_leadership(10s));
+    REQUIRE(b.wait_leadership(10s));
     REQUIRE(eventually([&] { return id_of(observer.leader()) == "b"; }));
 }
 

@@ -6,7 +6,7 @@
 // then fails every request it holds (one fake reply each), and only then sets its own state to
 // not-connected. zkr handles the event meanwhile on its session thread: a hold read from the C
 // client's state alone reads held there, a latch cached that, and with nothing else to wake it up
-// before its lease ran out it answered await_leadership() true on its closed session's node (the
+// before its lease ran out it answered wait_leadership() true on its closed session's node (the
 // CI failure of "the container path reaped while the session was away"). The more requests the
 // client has in flight when the connection goes, the longer that window: these tests cut the
 // connection under a backlog of unanswered reads, so the window is wide every time.
@@ -141,7 +141,7 @@ TEST_CASE("suspect window: a latch told suspended has stopped leading, and after
     zkr::leader_latch a(ca, path, "a");
     leadership_log log(a);
     a.start();
-    REQUIRE(a.await_leadership(deadline));
+    REQUIRE(a.wait_leadership(deadline));
     const auto token = a.fencing_token();
     const auto old_session = ca.session_id();
 
@@ -154,7 +154,7 @@ TEST_CASE("suspect window: a latch told suspended has stopped leading, and after
     std::atomic<bool> taken{false};
     auto sub = ca.on_state_change([&](connection_state s) {
         if (s == connection_state::suspended && !taken.exchange(true))
-            told.set_value(answers{a.await_leadership(0ms), a.has_leadership(), a.state()});
+            told.set_value(answers{a.wait_leadership(0ms), a.has_leadership(), a.state()});
     });
     auto credentials = zkr::testkit::credentials_of(ca);
     cut_under_backlog(ca, proxy, path + "/absent");
@@ -166,7 +166,7 @@ TEST_CASE("suspect window: a latch told suspended has stopped leading, and after
     // monitor looks again every 0.8 s meanwhile: each look must leave it waiting).
     auto async_waited = std::make_shared<std::promise<zkr::error_code>>();
     auto waited = async_waited->get_future();
-    a.async_await_leadership([async_waited](zkr::error_code ec) { async_waited->set_value(ec); });
+    a.async_wait_leadership([async_waited](zkr::error_code ec) { async_waited->set_value(ec); });
     CHECK(zkr::test::holds_throughout([&] { return waited.wait_for(0s) == std::future_status::timeout; }, 2s));
 
     // The session closed on the server while the client is away, well within the lease: back,
@@ -174,7 +174,7 @@ TEST_CASE("suspect window: a latch told suspended has stopped leading, and after
     zkr::testkit::close_session(connect, credentials);
     REQUIRE(eventually([&] { return queue_length(observer, path) == 0; }, deadline));
     proxy.refuse_connections(false);
-    REQUIRE(a.await_leadership(deadline));
+    REQUIRE(a.wait_leadership(deadline));
     CHECK(a.fencing_token() > token);
     CHECK(ca.session_id() != old_session);
     CHECK(observer.exists(a.node_path()).stat.ephemeral_owner == ca.session_id());
@@ -268,17 +268,17 @@ TEST_CASE("suspect window: a latch whose session thread has not yet heard of the
     zkr::client ca(test_options(proxy.address(), session_timeout));
     zkr::leader_latch a(ca, path, "a");
     a.start();
-    REQUIRE(a.await_leadership(deadline));
+    REQUIRE(a.wait_leadership(deadline));
     session_thread_held busy(ca);  // until the test has read what it needs
     proxy.refuse_connections(true);
     proxy.drop_connections();
     CHECK(eventually([&] { return !ca.is_connected(); }, deadline));
     CHECK_FALSE(a.has_leadership());
     CHECK(a.state() == lock_state::uncertain);
-    CHECK_FALSE(a.await_leadership(0ms));
+    CHECK_FALSE(a.wait_leadership(0ms));
     busy.release();
     proxy.refuse_connections(false);
-    CHECK(a.await_leadership(deadline));
+    CHECK(a.wait_leadership(deadline));
 }
 
 // And the way back: the C client's CONNECTED event comes before any reply of the new connection,
@@ -319,7 +319,7 @@ TEST_CASE("suspect window: a leadership whose lease ran out while connected lead
     zkr::leader_latch a(ca, path, "a");
     leadership_log log(a);
     a.start();
-    REQUIRE(a.await_leadership(deadline));
+    REQUIRE(a.wait_leadership(deadline));
     // Every answer now comes 2 s after its request; the lease (2/3 of 4 s) outlives an answer by
     // 0.67 s and the next one comes 1 s later: a third of each second without a lease, and the
     // client never disconnects (it hears from the server every second).
@@ -327,7 +327,7 @@ TEST_CASE("suspect window: a leadership whose lease ran out while connected lead
     REQUIRE(eventually([&] { return log.count(false) >= 1; }, deadline));
     CHECK(eventually([&] { return log.count(true) >= 2; }, 15s));  // led again with the lease, no event between
     proxy.set_delay(0ms);
-    CHECK(eventually([&] { return a.has_leadership() && a.await_leadership(0ms); }, deadline));
+    CHECK(eventually([&] { return a.has_leadership() && a.wait_leadership(0ms); }, deadline));
     CHECK(ca.session_count() == 1);  // one session throughout
 }
 

@@ -14,6 +14,7 @@
 #include "live_objects.hpp"
 #include "zkr/error.hpp"
 
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
@@ -44,6 +45,16 @@ public:
     std::optional<std::tuple<Values...>> wait_for(Duration timeout, zkr::error_code& ec) {
         std::unique_lock lock(mutex_);
         if (!done_.wait_for(lock, timeout, [&] { return values_.has_value(); })) return std::nullopt;
+        ec = error_;
+        return std::move(*values_);
+    }
+    /// Like wait(), but gives up at `deadline` (std::nullopt); time_point::max() waits for ever
+    /// (wait_until would compute with it, wait() does not).
+    std::optional<std::tuple<Values...>> wait_until(std::chrono::steady_clock::time_point deadline, zkr::error_code& ec) {
+        std::unique_lock lock(mutex_);
+        auto set = [&] { return values_.has_value(); };
+        if (deadline == std::chrono::steady_clock::time_point::max()) done_.wait(lock, set);
+        else if (!done_.wait_until(lock, deadline, set)) return std::nullopt;
         ec = error_;
         return std::move(*values_);
     }

@@ -5,6 +5,7 @@
 #include "zkr/export.hpp"
 
 #include "zkr/client.hpp"
+#include "zkr/detail/deadline.hpp"
 #include "zkr/detail/initiation.hpp"
 #include "zkr/detail/node_wait.hpp"
 
@@ -43,13 +44,27 @@ public:
     void remove();
     /// Whether it is up, as this client's server sees it now. Throws zkr::system_error.
     bool is_set() const;
-    /// Blocks until the barrier is down (true) or `timeout` passed (false; its watch removed);
-    /// milliseconds::max() waits for ever, 0 reads once (a poll, answered within a session
-    /// timeout however the server is). Throws zkr::system_error (client_closed, or a read
-    /// that failed for good under the client's retry policy).
-    bool wait_for(std::chrono::milliseconds timeout);
+    /// Blocks until the barrier is down (true) or `deadline` passed (false; its watch removed);
+    /// time_point::max() waits for ever, a deadline already past reads once (a poll, answered
+    /// within a session timeout however the server is). Throws zkr::system_error (client_closed,
+    /// or a read that failed for good under the client's retry policy).
+    bool wait(std::chrono::steady_clock::time_point deadline);
+    /// wait(deadline) for a time point of any other clock (or precision), converted to the steady
+    /// clock once, at the call.
+    template <class Clock, class Duration>
+    bool wait(const std::chrono::time_point<Clock, Duration>& deadline) {
+        return wait(detail::to_steady(deadline));
+    }
+    /// wait(deadline) with the deadline `timeout` from now: any std::chrono::duration; one too
+    /// long for the steady clock (duration::max()) waits for ever, zero or less reads once.
+    template <class Rep, class Period>
+    bool wait(const std::chrono::duration<Rep, Period>& timeout) {
+        return wait(detail::deadline_after(timeout));
+    }
     /// Blocks until the barrier is down.
-    void wait() { wait_for(std::chrono::milliseconds::max()); }
+    void wait() { wait(std::chrono::steady_clock::time_point::max()); }
+    /// \deprecated Use wait(timeout): kept for 0.2 only.
+    [[deprecated("use zkr::barrier::wait(timeout)")]] bool wait_for(std::chrono::milliseconds timeout) { return wait(timeout); }
     /// Completes once the barrier is down, blocking nothing meanwhile. Handler:
     /// void(zkr::error_code): no error once the node is gone (as read from the server; a lost
     /// session makes it read again on the next one), errc::client_closed, errc::cancelled by

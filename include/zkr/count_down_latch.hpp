@@ -5,6 +5,7 @@
 #include "zkr/export.hpp"
 
 #include "zkr/client.hpp"
+#include "zkr/detail/deadline.hpp"
 #include "zkr/detail/initiation.hpp"
 #include "zkr/detail/node_wait.hpp"
 
@@ -34,7 +35,7 @@ ZKR_EXPORT void start_count_down(const std::weak_ptr<session_port>& port, const 
 /// to 0 also makes the child "released", which is all a waiter watches (no herd: a count-down
 /// wakes nobody until the last one).
 ///
-/// The latch stays on the server once released (a later await_for() passes at once) until
+/// The latch stays on the server once released (a later wait() passes at once) until
 /// someone deletes it (remove()). Thread-safe; blocks the calling thread, never the client's.
 class ZKR_EXPORT count_down_latch {
 public:
@@ -74,27 +75,47 @@ public:
                                }},
             token);
     }
-    /// Blocks until the count reached 0 (true) or `timeout` passed (false; its watch removed).
-    /// milliseconds::max() waits for ever, 0 reads once (as barrier::wait_for). A latch with no
-    /// count yet is waited for too.
-    bool await_for(std::chrono::milliseconds timeout);
+    /// Blocks until the count reached 0 (true) or `deadline` passed (false; its watch removed):
+    /// time_point::max() waits for ever, a deadline already past reads once (as barrier::wait).
+    /// A latch with no count yet is waited for too. Throws zkr::system_error.
+    bool wait(std::chrono::steady_clock::time_point deadline);
+    /// wait(deadline) for a time point of any other clock (or precision), converted once.
+    template <class Clock, class Duration>
+    bool wait(const std::chrono::time_point<Clock, Duration>& deadline) {
+        return wait(detail::to_steady(deadline));
+    }
+    /// wait(deadline) with the deadline `timeout` from now (any std::chrono::duration;
+    /// duration::max() waits for ever, zero reads once).
+    template <class Rep, class Period>
+    bool wait(const std::chrono::duration<Rep, Period>& timeout) {
+        return wait(detail::deadline_after(timeout));
+    }
     /// Blocks until the count reached 0.
-    void await() { await_for(std::chrono::milliseconds::max()); }
+    void wait() { wait(std::chrono::steady_clock::time_point::max()); }
     /// Completes once the count reached 0, blocking nothing meanwhile. Handler:
     /// void(zkr::error_code), as barrier::async_wait's (errc::cancelled by per-operation
     /// cancellation, the watch removed; errc::client_closed). The latch object may go before it
     /// completes.
     template <class CompletionToken = boost::asio::deferred_t>
-    auto async_await(CompletionToken&& token = {}) {
+    auto async_wait(CompletionToken&& token = {}) {
         return boost::asio::async_initiate<CompletionToken, void(error_code)>(
             detail::initiation{executor_, [port = port_, executor = executor_, path = released_](auto handler) {
                                    detail::start_node_wait(port, executor, path, true, std::move(handler));
                                }},
             token);
     }
+    /// \deprecated Use wait(timeout): kept for 0.2 only.
+    [[deprecated("use zkr::count_down_latch::wait(timeout)")]] bool await_for(std::chrono::milliseconds timeout) { return wait(timeout); }
+    /// \deprecated Use wait(): kept for 0.2 only.
+    [[deprecated("use zkr::count_down_latch::wait()")]] void await() { wait(); }
+    /// \deprecated Use async_wait(token): kept for 0.2 only.
+    template <class CompletionToken = boost::asio::deferred_t>
+    [[deprecated("use zkr::count_down_latch::async_wait(token)")]] auto async_await(CompletionToken&& token = {}) {
+        return async_wait(std::forward<CompletionToken>(token));
+    }
     /// The type of get_executor().
     using executor_type = boost::asio::any_io_executor;
-    /// The client's executor: where async_await completes by default.
+    /// The client's executor: where async_wait completes by default.
     executor_type get_executor() const { return executor_; }
     /// The count left (0 for a latch with no count). Throws zkr::system_error.
     std::int64_t count() const;

@@ -7,6 +7,7 @@
 #include "zkr/export.hpp"
 
 #include "zkr/client.hpp"
+#include "zkr/detail/deadline.hpp"
 #include "zkr/detail/initiation.hpp"
 #include "zkr/election_types.hpp"
 #include "zkr/lock_types.hpp"
@@ -71,26 +72,47 @@ public:
     /// new sessions, until closed. Throws std::logic_error if it was started before.
     void start();
     /// Leaves the election: our node is deleted (guaranteed) and the next participant leads.
-    /// Returns at once. Waiting await_leadership() calls return false; pending async waits
+    /// Returns at once. Waiting wait_leadership() calls return false; pending async waits
     /// complete with errc::cancelled. Idempotent; safe inside the latch's own listeners.
     void close();
     /// close(), telling the listeners (notify_leader: on_not_leader runs if it was leading) or not.
     void close(close_mode mode);
 
-    /// Blocks until this latch leads (true) or `timeout` passes or it is closed (false).
-    template <class Rep, class Period>
-    bool await_leadership(const std::chrono::duration<Rep, Period>& timeout) {
-        return await_for(std::chrono::ceil<std::chrono::milliseconds>(timeout));
+    /// Blocks until this latch leads (true) or `deadline` passes or it is closed (false);
+    /// time_point::max() waits for ever.
+    bool wait_leadership(std::chrono::steady_clock::time_point deadline);
+    /// wait_leadership(deadline) for a time point of any other clock (or precision), converted once.
+    template <class Clock, class Duration>
+    bool wait_leadership(const std::chrono::time_point<Clock, Duration>& deadline) {
+        return wait_leadership(detail::to_steady(deadline));
     }
+    /// wait_leadership(deadline) with the deadline `timeout` from now (any std::chrono::duration;
+    /// duration::max() waits for ever).
+    template <class Rep, class Period>
+    bool wait_leadership(const std::chrono::duration<Rep, Period>& timeout) {
+        return wait_leadership(detail::deadline_after(timeout));
+    }
+    /// Blocks until this latch leads (true) or it is closed (false).
+    bool wait_leadership() { return wait_leadership(std::chrono::steady_clock::time_point::max()); }
     /// Completes when this latch leads (at once if it does). Handler: void(zkr::error_code):
     /// errc::cancelled when the latch is closed first or per-operation cancellation (any type)
     /// fires; errc::client_closed.
     template <class CompletionToken = boost::asio::deferred_t>
-    auto async_await_leadership(CompletionToken&& token = {}) {
+    auto async_wait_leadership(CompletionToken&& token = {}) {
         return boost::asio::async_initiate<CompletionToken, void(error_code)>(
             detail::initiation{get_executor(),
                                [impl = impl_](auto handler) { detail::start_await_leadership(impl, std::move(handler)); }},
             token);
+    }
+    /// \deprecated Use wait_leadership(timeout): kept for 0.2 only.
+    template <class Rep, class Period>
+    [[deprecated("use zkr::leader_latch::wait_leadership(timeout)")]] bool await_leadership(const std::chrono::duration<Rep, Period>& timeout) {
+        return wait_leadership(timeout);
+    }
+    /// \deprecated Use async_wait_leadership(token): kept for 0.2 only.
+    template <class CompletionToken = boost::asio::deferred_t>
+    [[deprecated("use zkr::leader_latch::async_wait_leadership(token)")]] auto async_await_leadership(CompletionToken&& token = {}) {
+        return async_wait_leadership(std::forward<CompletionToken>(token));
     }
 
     /// True while this latch leads, read live (held: see the class).
@@ -144,7 +166,6 @@ public:
     executor_type get_executor() const { return detail::latch_executor(*impl_); }
 
 private:
-    bool await_for(std::chrono::milliseconds timeout);
     std::shared_ptr<detail::latch_impl> impl_;
 };
 

@@ -1,9 +1,10 @@
 // zkr::barrier: Curator's DistributedBarrier layout (one persistent node, up while it exists).
-// A wait reads exists() with a watch and waits on the watch; every wake-up reads again, so only
-// the node's absence on the server lets a waiter through.
+// A wait is the toolkit's node wait (toolkit/node_wait.hpp): exists() with a watch, read again on
+// every wake-up, so only the node's absence on the server lets a waiter through.
 #include "zkr/barrier.hpp"
 
 #include "toolkit/blocking.hpp"
+#include "toolkit/node_wait.hpp"
 #include "toolkit/recipe_path.hpp"
 #include "zkr/path.hpp"
 
@@ -51,27 +52,14 @@ bool barrier::is_set() const {
     return r.exists;
 }
 
-bool barrier::wait_for(std::chrono::milliseconds timeout) {
-    namespace b = detail::blocking;
-    auto deadline = b::deadline_after(timeout);
+bool barrier::wait(std::chrono::steady_clock::time_point deadline) {
     auto held = port();
-    auto& p = *held;
-    for (bool first = true;; first = false) {
-        error_code ec;
-        auto r = b::exists_watched(p, path_, first ? b::first_read_by(deadline, timeout, p) : deadline, ec);
-        if (!r) return false;  // the deadline passed first (a late watch is removed)
-        if (ec) throw zkr::system_error(ec, "zkr::barrier::wait_for " + quoted_path(path_));
-        if (!r->exists) {
-            b::drop_watch(p, r->watch);  // an exists() watch on a missing node waits for its creation
-            return true;
-        }
-        event_type event{};
-        auto end = b::wait(p, r->watch, deadline, &event);
-        if (end == b::watch_end::timed_out) return false;
-        // The server said the node was deleted: down, now (no second read: the release costs the
-        // delete's round trip alone). Anything else (a data change, the session's end) reads again.
-        if (end == b::watch_end::fired && event == event_type::deleted) return true;
-    }
+    error_code ec;
+    // Down once the server says the node is gone: its deletion event, with no second read (the
+    // release costs the delete's round trip alone), or a read.
+    bool down = detail::wait_node(*held, path_, false, deadline, ec);
+    if (ec) throw zkr::system_error(ec, "zkr::barrier::wait " + quoted_path(path_));
+    return down;
 }
 
 }  // namespace zkr

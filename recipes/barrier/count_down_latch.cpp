@@ -9,6 +9,7 @@
 #include "session_port.hpp"
 #include "toolkit/big_endian.hpp"
 #include "toolkit/blocking.hpp"
+#include "toolkit/node_wait.hpp"
 #include "toolkit/recipe_path.hpp"
 #include "zkr/path.hpp"
 
@@ -193,24 +194,13 @@ void count_down_latch::count_down() {
     }
 }
 
-bool count_down_latch::await_for(std::chrono::milliseconds timeout) {
-    auto deadline = b::deadline_after(timeout);
+bool count_down_latch::wait(std::chrono::steady_clock::time_point deadline) {
     auto held = port();
-    auto& p = *held;
-    for (bool first = true;; first = false) {
-        error_code ec;
-        auto seen = b::exists_watched(p, released_, first ? b::first_read_by(deadline, timeout, p) : deadline, ec);
-        if (!seen) return false;
-        if (ec) throw zkr::system_error(ec, "zkr::count_down_latch::await_for " + quoted_path(path_));
-        if (seen->exists) {
-            b::drop_watch(p, seen->watch);
-            return true;
-        }
-        event_type event{};
-        auto end = b::wait(p, seen->watch, deadline, &event);
-        if (end == b::watch_end::timed_out) return false;
-        if (end == b::watch_end::fired && event == event_type::created) return true;  // released, as the server said
-    }
+    error_code ec;
+    // Released once its "released" child exists, as the server says (its creation event, or a read).
+    bool released = detail::wait_node(*held, released_, true, deadline, ec);
+    if (ec) throw zkr::system_error(ec, "zkr::count_down_latch::wait " + quoted_path(path_));
+    return released;
 }
 
 std::int64_t count_down_latch::count() const {

@@ -105,12 +105,13 @@ public:
         for (auto& [key, w] : waiters) w(make_error_code(errc::cancelled));
     }
 
-    bool await_for(std::chrono::milliseconds timeout) {
+    bool wait_leadership(std::chrono::steady_clock::time_point deadline) {
         std::unique_lock lock(mutex_);
-        auto until = std::chrono::steady_clock::now() + std::min(timeout, std::chrono::milliseconds(std::chrono::hours(24 * 365 * 100)));
         // The flag says what listeners were told; the answer is read live as well, like
         // has_leadership(), so it is never older than the connection's last change.
-        leading_changed_.wait_until(lock, until, [&] { return (leading_ && leading_now_locked()) || closed_; });
+        auto settled = [&] { return (leading_ && leading_now_locked()) || closed_; };
+        if (detail::is_forever(deadline)) leading_changed_.wait(lock, settled);
+        else leading_changed_.wait_until(lock, deadline, settled);
         return !closed_ && leading_ && leading_now_locked();
     }
 
@@ -427,7 +428,7 @@ leader_latch::~leader_latch() { impl_->close(impl_->default_close_mode()); }
 void leader_latch::start() { impl_->start(); }
 void leader_latch::close() { impl_->close(impl_->default_close_mode()); }
 void leader_latch::close(close_mode mode) { impl_->close(mode); }
-bool leader_latch::await_for(std::chrono::milliseconds timeout) { return impl_->await_for(timeout); }
+bool leader_latch::wait_leadership(std::chrono::steady_clock::time_point deadline) { return impl_->wait_leadership(deadline); }
 bool leader_latch::has_leadership() const { return impl_->state() == lock_state::held; }
 lock_state leader_latch::state() const { return impl_->state(); }
 std::chrono::steady_clock::time_point leader_latch::valid_until() const { return impl_->valid_until(); }

@@ -1,9 +1,13 @@
-// The async node waits (zkr/detail/node_wait.hpp): read exists() with a watch; if the node is not
-// yet as wanted, wait on the watch inline and read again when it ends (a change, or the session's
-// end: the next session's read decides). Every step runs on whichever thread answers, and only
-// sends the next request: nothing blocks, and the user's handler is posted to its executor.
+// The node waits: read exists() with a watch; if the node is not yet as wanted, wait on the watch
+// inline and read again when it ends (a change, or the session's end: the next session's read
+// decides). Every step runs on whichever thread answers, and only sends the next request: nothing
+// blocks. The async form (zkr/detail/node_wait.hpp) posts the user's handler to its executor; the
+// blocking form (node_wait.hpp) runs the same machine and waits for it on the caller's thread,
+// cancelling it at the caller's deadline.
 #include "zkr/detail/node_wait.hpp"
+#include "node_wait.hpp"
 
+#include "completion.hpp"
 #include "session_port.hpp"
 
 #include <boost/asio/associated_cancellation_slot.hpp>
@@ -18,15 +22,17 @@ namespace {
 
 class node_wait : public std::enable_shared_from_this<node_wait> {
 public:
-    node_wait(std::weak_ptr<session_port> port, std::string path, bool until_exists, completion<> done)
-        : port_(std::move(port)), path_(std::move(path)), until_exists_(until_exists), done_(std::move(done)) {}
+    /// `once`: read once, without a watch, and end with errc::timed_out if the node is not as
+    /// wanted (a poll).
+    node_wait(std::weak_ptr<session_port> port, std::string path, bool until_exists, bool once, completion<> done)
+        : port_(std::move(port)), path_(std::move(path)), until_exists_(until_exists), once_(once), done_(std::move(done)) {}
 
     void read() {
         auto port = port_.lock();
         if (!port || port->closed()) return finish(make_error_code(errc::client_closed));
         auto self = shared_from_this();  // kept by the request until it answers
-        port->exists(path_, true, completion<exists_result>(completion<exists_result>::inline_fn(
-                                      [self](error_code ec, exists_result r) { self->on_read(ec, std::move(r)); })));
+        port->exists(path_, !once_, completion<exists_result>(completion<exists_result>::inline_fn(
+                                        [self](error_code ec, exists_result r) { self->on_read(ec, std::move(r)); })));
     }
 
     void cancel() {
@@ -53,6 +59,7 @@ private:
             drop(ws);
             return finish({});
         }
+        if (once_) return finish(make_error_code(errc::timed_out));
         {
             std::lock_guard lock(mutex_);
             if (finished_ || cancelled_) {
@@ -92,7 +99,7 @@ private:
 
     std::weak_ptr<session_port> port_;
     std::string path_;
-    bool until_exists_;
+    bool until_exists_, once_;
     std::mutex mutex_;
     std::optional<completion<>> done_;
     std::shared_ptr<watch_state> watch_;
@@ -104,13 +111,38 @@ private:
 void start_node_wait(const std::weak_ptr<session_port>& port, const asio::any_io_executor& executor, std::string path,
                      bool until_exists, node_wait_handler handler) {
     auto slot = asio::get_associated_cancellation_slot(handler);
-    auto op = std::make_shared<node_wait>(port, std::move(path), until_exists, completion<>(std::move(handler), executor));
+    auto op = std::make_shared<node_wait>(port, std::move(path), until_exists, false, completion<>(std::move(handler), executor));
     if (slot.is_connected()) {
         slot.assign([weak = std::weak_ptr<node_wait>(op)](asio::cancellation_type) {
             if (auto o = weak.lock()) o->cancel();
         });
     }
     op->read();
+}
+
+bool wait_node(session_port& port, std::string path, bool until_exists, std::chrono::steady_clock::time_point deadline,
+               error_code& ec) {
+    using clock = std::chrono::steady_clock;
+    const auto now = clock::now();
+    // A deadline already past is a poll: one read, answered — within a session timeout however
+    // the server is, so a server that never answers cannot hold the caller.
+    const bool poll = deadline <= now;
+    const auto until = poll ? now + port.session_timeout() : deadline;
+    sync_slot<> slot;
+    auto op = std::make_shared<node_wait>(port.weak_port(), std::move(path), until_exists, poll, completion<>(&slot));
+    op->read();
+    ec = {};
+    if (!slot.wait_until(until, ec)) {
+        // Ends the machine (its watch removed) unless it is ending right now; either way its one
+        // completion comes at once, and the slot must outlive it.
+        op->cancel();
+        slot.wait(ec);
+    }
+    if (ec == errc::cancelled || (poll && ec == errc::timed_out)) {
+        ec = {};
+        return false;
+    }
+    return !ec;
 }
 
 }  // namespace zkr::detail
