@@ -149,7 +149,7 @@ int event_latency(const options& o) {
     std::string want_path, want_data;
     bool got = false;
     zkr::tree_cache cache(c, o.path);
-    auto sub = cache.on_event([&](const zkr::cache_event& e) {
+    auto sub = cache.on_change([&](const zkr::cache_event& e) {
         std::lock_guard lock(mutex);
         if (e.type == zkr::cache_event_type::changed && e.path == want_path && e.data == want_data) {
             got = true;
@@ -219,7 +219,7 @@ int node_back(const options& o) {
     std::string path = o.path + "/node";
     zkr::persistent_node node(c, path, zkr::create_mode::ephemeral, "payload");
     node.start();
-    if (!node.wait_for_initial_create(30s)) throw std::runtime_error("the node was not made within 30 s");
+    if (!node.wait_created(30s)) throw std::runtime_error("the node was not made within 30 s");
     auto old_owner = observer.exists(path).stat.ephemeral_owner;
     auto t0 = clock_type::now();
     zkr::testkit::expire_session(c, o.expire_via);

@@ -76,7 +76,7 @@ int main(int argc, char** argv) try {
 
     // The router: a cache of every service and instance, and a log of what changed.
     zkr::tree_cache router(router_client, services);
-    auto log = router.on_event([](const zkr::cache_event& e) {
+    auto log = router.on_change([](const zkr::cache_event& e) {
         std::cout << "  router saw: " << zkr::to_string(e.type) << " " << e.path << (e.data.empty() ? "" : " = " + e.data)
                   << "\n";
     });
@@ -94,7 +94,7 @@ int main(int argc, char** argv) try {
         registrations.back()->start();
     }
     for (auto& r : registrations) {
-        bool made = r->wait_for_initial_create(10s);
+        bool made = r->wait_created(10s);
         expect(made, "registered " + r->actual_path());
     }
     expect(within_10s([&] { return instances(router, orders).size() == 3; }), "the router sees 3 orders instances");

@@ -48,7 +48,7 @@ TEST_CASE("persistent node: made, made again when deleted, its data set, deleted
     CHECK(node.actual_path().empty());
     CHECK_FALSE(other.exists(path).exists);  // nothing before start()
     node.start();
-    REQUIRE(node.wait_for_initial_create(10s));
+    REQUIRE(node.wait_created(10s));
     CHECK(node.actual_path() == path);
     CHECK(owner_of(other, path) == c.session_id());
     CHECK(data_of(other, path) == "payload");
@@ -95,7 +95,7 @@ TEST_CASE("persistent node: a node whose watch is refused (too many watches on i
     std::string path = base + "/node-" + pad + pad;
     zkr::persistent_node node(c, path, zkr::create_mode::ephemeral, "payload");
     node.start();
-    REQUIRE(node.wait_for_initial_create(10s));
+    REQUIRE(node.wait_created(10s));
     other.remove(path);
     CHECK(eventually([&] { return owner_of(other, path) == c.session_id(); }, 10s));
     // Watches freed: it is watched again, and a delete is seen at once.
@@ -113,7 +113,7 @@ TEST_CASE("persistent node: back after its session expires, on the new session",
     zkr::client other(test_options(test_connect_string()));
     zkr::persistent_node node(c, path, zkr::create_mode::ephemeral, "p");
     node.start();
-    REQUIRE(node.wait_for_initial_create(10s));
+    REQUIRE(node.wait_created(10s));
     auto first = c.session_id();
     auto expired = zkr::testkit::expire_session(c);
     CHECK(expired == first);
@@ -127,7 +127,7 @@ TEST_CASE("persistent node: a sequential node keeps its name when made again (CU
     zkr::client other(test_options(test_connect_string()));
     zkr::persistent_node node(c, parent + "/member-", zkr::create_mode::ephemeral_sequential, "m");
     node.start();
-    REQUIRE(node.wait_for_initial_create(10s));
+    REQUIRE(node.wait_created(10s));
     auto actual = node.actual_path();
     // Protected (always, for a sequential mode): "_c_<uuid>-member-" and the 10-digit sequence.
     auto name = std::string(zkr::node_name(actual));
@@ -152,12 +152,12 @@ TEST_CASE("persistent node: another session's node is waited out, never adopted"
     squatter->create(path, "theirs", zkr::create_mode::ephemeral);
     zkr::persistent_node node(c, path, zkr::create_mode::ephemeral, "ours");
     node.start();
-    CHECK_FALSE(node.wait_for_initial_create(500ms));
+    CHECK_FALSE(node.wait_created(500ms));
     // A wait with no end is ended by close() from another thread.
     {
         zkr::persistent_node blocked(c, path, zkr::create_mode::ephemeral, "ours too");
         blocked.start();
-        auto waiting = std::async(std::launch::async, [&] { return blocked.wait_for_initial_create(std::chrono::milliseconds::max()); });
+        auto waiting = std::async(std::launch::async, [&] { return blocked.wait_created(std::chrono::milliseconds::max()); });
         CHECK(waiting.wait_for(200ms) == std::future_status::timeout);
         blocked.close();
         CHECK_FALSE(zkr::test::get_within(waiting, 10s));
@@ -165,7 +165,7 @@ TEST_CASE("persistent node: another session's node is waited out, never adopted"
     CHECK(holds_throughout([&] { return data_of(c, path) == "theirs" && owner_of(c, path) == squatter->session_id(); }, 500ms));
     CHECK(node.actual_path().empty());
     squatter.reset();  // its session ends, and its node with it
-    REQUIRE(node.wait_for_initial_create(10s));
+    REQUIRE(node.wait_created(10s));
     CHECK(owner_of(c, path) == c.session_id());
     CHECK(data_of(c, path) == "ours");
 }
@@ -188,7 +188,7 @@ TEST_CASE("persistent node: another session's node that changes while waited out
     squatter->set_data(path, "theirs, changed");
     CHECK(eventually([&] { return cluster.watch_count(0) == watches_before + 1; }));  // and still, after the change
     squatter.reset();  // its session ends, and its node with it
-    REQUIRE(node.wait_for_initial_create(10s));
+    REQUIRE(node.wait_created(10s));
     CHECK(owner_of(c, path) == c.session_id());
     CHECK(data_of(c, path) == "ours");
 }
@@ -206,7 +206,7 @@ TEST_CASE("persistent node: another session's node at its path after an expiry i
     other.create(zkr::parent_path(path), "", zkr::create_mode::persistent);  // not a container: it stays
     zkr::persistent_node node(c, path, zkr::create_mode::ephemeral, "ours");
     node.start();
-    REQUIRE(node.wait_for_initial_create(10s));
+    REQUIRE(node.wait_created(10s));
     const auto first = c.session_id();
     proxy.refuse_connections(true);
     proxy.drop_connections();                       // c is cut off...
@@ -297,7 +297,7 @@ TEST_CASE("persistent node: a write sent while its session expires unnoticed nev
     other.create(zkr::parent_path(path), "", zkr::create_mode::persistent);
     zkr::persistent_node node(cut.c, path, zkr::create_mode::ephemeral, "ours");
     node.start();
-    REQUIRE(node.wait_for_initial_create(10s));
+    REQUIRE(node.wait_created(10s));
     cut.cut();
     auto write = std::async(std::launch::async, [&] { node.set_data("ours, new"); });
     REQUIRE(eventually([&] { return cut.seen->has_started(zkr::operation::set_data); }));  // sent while ours
@@ -351,7 +351,7 @@ TEST_CASE("persistent node: a create whose reply was lost is taken over, not dup
     proxy.lose_next_reply({zkr::testkit::op_code::create, zkr::testkit::op_code::create2}, 0, path + "/node");
     zkr::persistent_node node(c, path + "/node", zkr::create_mode::ephemeral, "d");
     node.start();
-    REQUIRE(node.wait_for_initial_create(15s));
+    REQUIRE(node.wait_created(15s));
     CHECK(proxy.replies_lost() == 1);
     CHECK(owner_of(observer, path + "/node") == c.session_id());
     CHECK(observer.get_children(path).children.size() == 1);
@@ -360,7 +360,7 @@ TEST_CASE("persistent node: a create whose reply was lost is taken over, not dup
     proxy.lose_next_reply({zkr::testkit::op_code::create, zkr::testkit::op_code::create2}, 0);
     zkr::persistent_node seq(c, path + "/seq-", zkr::create_mode::ephemeral_sequential, "s");
     seq.start();
-    REQUIRE(seq.wait_for_initial_create(15s));
+    REQUIRE(seq.wait_created(15s));
     CHECK(proxy.replies_lost() == 2);
     CHECK(observer.get_children(path).children.size() == 2);  // node and one seq- node
     CHECK(owner_of(observer, seq.actual_path()) == c.session_id());
@@ -373,7 +373,7 @@ TEST_CASE("persistent node: a persistent node survives its session and is taken 
         zkr::client c(test_options(test_connect_string()));
         zkr::persistent_node node(c, path, zkr::create_mode::persistent, "v1");
         node.start();
-        REQUIRE(node.wait_for_initial_create(10s));
+        REQUIRE(node.wait_created(10s));
         zkr::testkit::expire_session(c);
         CHECK(data_of(other, path) == "v1");
         other.set_data(path, "changed by someone");
@@ -453,7 +453,7 @@ TEST_CASE("persistent node and group member: close leaves no watch on the server
     {
         zkr::persistent_node node(c, "/reg/a", zkr::create_mode::ephemeral, "x");
         node.start();
-        REQUIRE(node.wait_for_initial_create(10s));
+        REQUIRE(node.wait_created(10s));
         // Made again twice (each run watches the node anew).
         for (int i = 0; i < 2; ++i) {
             auto czxid = other.exists("/reg/a").stat.czxid;

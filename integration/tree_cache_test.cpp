@@ -40,7 +40,7 @@ struct event_log {
     std::vector<zkr::cache_event> events;
     zkr::subscription sub;
     explicit event_log(zkr::tree_cache& c) {
-        sub = c.on_event([this](const zkr::cache_event& e) {
+        sub = c.on_change([this](const zkr::cache_event& e) {
             std::lock_guard lock(mutex);
             events.push_back(e);
             changed.notify_all();
@@ -195,8 +195,8 @@ TEST_CASE("tree cache: max_depth 0 caches the node alone, 1 its children too", "
     std::string path = unique_path("cache-depth");
     zkr::client c(test_options(test_connect_string()));
     c.create_parents(path + "/a/deep");
-    zkr::tree_cache zero(c, path, zkr::cache_options{.max_depth = 0});
-    zkr::tree_cache one(c, path, zkr::cache_options{.max_depth = 1});
+    zkr::tree_cache zero(c, path, zkr::tree_cache_options{.max_depth = 0});
+    zkr::tree_cache one(c, path, zkr::tree_cache_options{.max_depth = 1});
     zero.start();
     one.start();
     REQUIRE(zero.wait_initialized(10s));
@@ -293,7 +293,7 @@ TEST_CASE("tree cache: a listener that blocks holds up only its own calls", "[tr
     std::promise<void> release;
     auto released = release.get_future().share();
     std::atomic<int> calls{0};
-    auto sub = cache.on_event([&](const zkr::cache_event&) {
+    auto sub = cache.on_change([&](const zkr::cache_event&) {
         if (calls++ == 0) released.wait();  // the first call blocks the client's executor
     });
     cache.start();
@@ -343,11 +343,11 @@ TEST_CASE("tree cache: bad input is refused before anything is sent", "[tree_cac
     CHECK_THROWS_WITH(zkr::tree_cache(c, "/a/"), Catch::Contains("cached path"));
     CHECK_THROWS_WITH(zkr::tree_cache(c, "/zookeeper/quota"), Catch::Contains("cached path"));
     CHECK_THROWS_WITH(zkr::tree_cache(c, "/"), Catch::Contains("cached path"));
-    CHECK_THROWS_WITH(zkr::tree_cache(c, "/a", zkr::cache_options{.max_depth = -2}), Catch::Contains("max_depth -2"));
-    CHECK_THROWS_WITH(zkr::tree_cache(c, "/a", zkr::cache_options{.max_reads_in_flight = 0}),
+    CHECK_THROWS_WITH(zkr::tree_cache(c, "/a", zkr::tree_cache_options{.max_depth = -2}), Catch::Contains("max_depth -2"));
+    CHECK_THROWS_WITH(zkr::tree_cache(c, "/a", zkr::tree_cache_options{.max_reads_in_flight = 0}),
                       Catch::Contains("max_reads_in_flight"));
     zkr::tree_cache cache(c, "/a");
-    CHECK_THROWS_AS(cache.on_event({}), std::invalid_argument);
+    CHECK_THROWS_AS(cache.on_change({}), std::invalid_argument);
 }
 
 TEST_CASE("tree cache: converges on the server's tree after random changes through partitions and expiries",
@@ -358,7 +358,7 @@ TEST_CASE("tree cache: converges on the server's tree after random changes throu
     writer.create_parents(path);
     zkr::testkit::proxy proxy(first_server(connect));
     zkr::client c(test_options(proxy.address()));
-    zkr::tree_cache cache(c, path, zkr::cache_options{.max_reads_in_flight = 4});
+    zkr::tree_cache cache(c, path, zkr::tree_cache_options{.max_reads_in_flight = 4});
     cache.start();
     REQUIRE(cache.wait_initialized(10s));
 

@@ -99,8 +99,8 @@ TEST_CASE("create_ttl and ttl_node on a server without TTL nodes: the error says
         zkr::ttl_node node(c, "/reg/no-ttl", 1s, "payload");
         node.start();
         try {
-            node.wait_for_initial_create(10s);
-            FAIL("wait_for_initial_create returned on a server without TTL nodes");
+            node.wait_created(10s);
+            FAIL("wait_created returned on a server without TTL nodes");
         } catch (const zkr::system_error& e) {
             CHECK(e.code() == zkr::errc::unimplemented);
             CHECK_THAT(e.what(), Catch::Contains("/reg/no-ttl") && Catch::Contains("extendedTypesEnabled=true"));
@@ -124,7 +124,7 @@ TEST_CASE("ttl node: a container and a TTL child renewed while kept (Curator's l
     CHECK(node.ttl() == kept_ttl);
     CHECK_FALSE(exists(other, path));  // nothing before start()
     node.start();
-    REQUIRE(node.wait_for_initial_create(10s));
+    REQUIRE(node.wait_created(10s));
     CHECK(other.get_data(path).data == "payload");
     CHECK(exists(other, path + "/touch"));
 
@@ -158,8 +158,8 @@ TEST_CASE("ttl node: two keepers of one path keep it while either renews", "[ttl
     zkr::ttl_node first(a, path, kept_ttl), second(b, path, kept_ttl);
     first.start();
     second.start();
-    REQUIRE(first.wait_for_initial_create(10s));
-    REQUIRE(second.wait_for_initial_create(10s));
+    REQUIRE(first.wait_created(10s));
+    REQUIRE(second.wait_created(10s));
     auto cleanup = zkr::detail::cleanup_service::of(*zkr::detail::port_of(a));
     first.close();
     // The child still has a keeper: neither it nor the node goes; and the closed keeper's delete,
@@ -178,7 +178,7 @@ TEST_CASE("ttl node: closed while it waits for its node to be made, it leaves no
     zkr::ttl_node node(c, "/missing-parent/alive", 1s, "", zkr::ttl_node_options{.create_parents = false});
     node.start();
     REQUIRE(eventually([&] { return cluster.watch_count(0) > before; }));
-    CHECK_FALSE(node.wait_for_initial_create(100ms));
+    CHECK_FALSE(node.wait_created(100ms));
     node.close();
     CHECK(eventually([&] { return cluster.watch_count(0) == before; }));
     CHECK_FALSE(c.exists("/missing-parent").exists);
@@ -196,7 +196,7 @@ TEST_CASE("ttl node: zkr's ttl_node and Curator's PersistentTtlNode keep one pat
     REQUIRE(eventually([&] { return exists(other, path + "/touch"); }));  // the child zkr renews
     zkr::ttl_node node(c, path, kept_ttl, "zkr");
     node.start();
-    REQUIRE(node.wait_for_initial_create(10s));
+    REQUIRE(node.wait_created(10s));
     // Curator's keeper stops; zkr's renewals keep the node past several TTLs.
     curator.close("t");
     auto touches = node.touches();
@@ -223,7 +223,7 @@ TEST_CASE("ttl node: a renewal whose reply is lost with the connection is resent
     proxy.lose_next_reply({zkr::testkit::op_code::create_ttl}, 0, path + "/touch");
     zkr::ttl_node node(c, path, kept_ttl, "payload");
     node.start();
-    REQUIRE(node.wait_for_initial_create(15s));
+    REQUIRE(node.wait_created(15s));
     CHECK(proxy.replies_lost() == 1);
     CHECK(exists(other, path + "/touch"));
     // Resent on the same session, it found its own child and touched it; renewals go on.

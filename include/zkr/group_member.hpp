@@ -6,8 +6,14 @@
 #include "zkr/export.hpp"
 
 #include "zkr/client.hpp"
+#include "zkr/detail/deadline.hpp"
+#include "zkr/detail/initiation.hpp"
 #include "zkr/persistent_node.hpp"
 #include "zkr/tree_cache.hpp"
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/deferred.hpp>
 
 #include <chrono>
 #include <map>
@@ -15,6 +21,12 @@
 #include <string>
 
 namespace zkr {
+
+namespace detail {
+using joined_handler = boost::asio::any_completion_handler<void(error_code)>;
+ZKR_EXPORT void start_wait_joined(const std::shared_ptr<persistent_node_impl>& node, const std::shared_ptr<cache_impl>& cache,
+                                  joined_handler handler);
+}  // namespace detail
 
 /// Joins the group at `group_path` as `id` with `payload`: an ephemeral zkr::persistent_node at
 /// "<group_path>/<id>" (made again after a session loss or a deletion), and a zkr::tree_cache of
@@ -31,11 +43,35 @@ public:
     group_member(const group_member&) = delete;
     group_member& operator=(const group_member&) = delete;
 
-    /// Joins: makes this member's node and starts reading the group.
+    /// Joins: makes this member's node and starts reading the group. std::logic_error when
+    /// called a second time, or after close().
     void start();
-    /// Blocks until this member's node was made and the group read once (true), or `timeout`
-    /// passes (false). milliseconds::max() waits for ever.
-    bool wait_joined(std::chrono::milliseconds timeout);
+    /// Blocks until this member's node was made and the group read once (true), or `deadline`
+    /// passes (false); time_point::max() waits for ever.
+    bool wait_joined(std::chrono::steady_clock::time_point deadline);
+    /// wait_joined(deadline) for a time point of any other clock (or precision), converted once.
+    template <class Clock, class Duration>
+    bool wait_joined(const std::chrono::time_point<Clock, Duration>& deadline) {
+        return wait_joined(detail::to_steady(deadline));
+    }
+    /// wait_joined(deadline) with the deadline `timeout` from now (any std::chrono::duration;
+    /// duration::max() waits for ever).
+    template <class Rep, class Period>
+    bool wait_joined(const std::chrono::duration<Rep, Period>& timeout) {
+        return wait_joined(detail::deadline_after(timeout));
+    }
+    /// Completes once this member's node was made and the group read once. Handler:
+    /// void(zkr::error_code): errc::cancelled when close() comes first, or by per-operation
+    /// cancellation (any type). The handler runs on its associated executor, by default the
+    /// client's; the member object may go before it completes (then: cancelled).
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_wait_joined(CompletionToken&& token = {}) {
+        return boost::asio::async_initiate<CompletionToken, void(error_code)>(
+            detail::initiation{cache_.get_executor(), [node = node_.impl_, cache = cache_.impl_](auto handler) {
+                                   detail::start_wait_joined(node, cache, std::move(handler));
+                               }},
+            token);
+    }
     /// Every member as last read, id -> payload; this member always among them, with its own
     /// payload.
     std::map<std::string, std::string> members() const;

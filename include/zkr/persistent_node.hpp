@@ -5,7 +5,13 @@
 #include "zkr/export.hpp"
 
 #include "zkr/client.hpp"
+#include "zkr/detail/deadline.hpp"
+#include "zkr/detail/initiation.hpp"
 #include "zkr/types.hpp"
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/deferred.hpp>
 
 #include <chrono>
 #include <memory>
@@ -25,7 +31,10 @@ struct persistent_node_options {
 
 namespace detail {
 class persistent_node_impl;
-}
+using node_created_handler = boost::asio::any_completion_handler<void(error_code)>;
+ZKR_EXPORT void start_wait_created(const std::shared_ptr<persistent_node_impl>& node, node_created_handler handler);
+ZKR_EXPORT boost::asio::any_io_executor node_executor(const persistent_node_impl& node);
+}  // namespace detail
 
 /// Keeps a node at `path` with `data`, of any create_mode, for as long as it is open: made at
 /// start(), made again when it is deleted (by anyone) and when a new session replaces one that
@@ -52,12 +61,38 @@ public:
     persistent_node(const persistent_node&) = delete;
     persistent_node& operator=(const persistent_node&) = delete;
 
-    /// Makes the node (in the background). A second call does nothing; std::logic_error after
+    /// Makes the node (in the background). std::logic_error when called a second time, or after
     /// close().
     void start();
-    /// Blocks until the node was made once (true), or `timeout` passes or close() is called
-    /// (false if it was never made). milliseconds::max() waits for ever.
-    bool wait_for_initial_create(std::chrono::milliseconds timeout);
+    /// Blocks until the node was made once (true), or `deadline` passes or close() is called
+    /// (false if it was never made); time_point::max() waits for ever.
+    bool wait_created(std::chrono::steady_clock::time_point deadline);
+    /// wait_created(deadline) for a time point of any other clock (or precision), converted once.
+    template <class Clock, class Duration>
+    bool wait_created(const std::chrono::time_point<Clock, Duration>& deadline) {
+        return wait_created(detail::to_steady(deadline));
+    }
+    /// wait_created(deadline) with the deadline `timeout` from now (any std::chrono::duration;
+    /// duration::max() waits for ever).
+    template <class Rep, class Period>
+    bool wait_created(const std::chrono::duration<Rep, Period>& timeout) {
+        return wait_created(detail::deadline_after(timeout));
+    }
+    /// Completes once the node was made once (at once if it was). Handler: void(zkr::error_code):
+    /// errc::cancelled when close() comes first, or by per-operation cancellation (any type).
+    /// The handler runs on its associated executor, by default the client's, never on the
+    /// ZooKeeper C client's threads; the node object may go before it completes (then: cancelled).
+    template <class CompletionToken = boost::asio::deferred_t>
+    auto async_wait_created(CompletionToken&& token = {}) {
+        return boost::asio::async_initiate<CompletionToken, void(error_code)>(
+            detail::initiation{detail::node_executor(*impl_),
+                               [impl = impl_](auto handler) { detail::start_wait_created(impl, std::move(handler)); }},
+            token);
+    }
+    /// \deprecated Use wait_created(timeout): kept for 0.2 only.
+    [[deprecated("use zkr::persistent_node::wait_created(timeout)")]] bool wait_for_initial_create(std::chrono::milliseconds timeout) {
+        return wait_created(timeout);
+    }
     /// The node's path as made ("" before it is): differs from path() with protection or a
     /// sequential mode.
     std::string actual_path() const;
@@ -84,6 +119,7 @@ public:
     const std::string& path() const noexcept;
 
 private:
+    friend class group_member;  // its async_wait_joined waits on this node's machine
     std::shared_ptr<detail::persistent_node_impl> impl_;
 };
 

@@ -6,6 +6,7 @@
 #include "zkr/export.hpp"
 
 #include "zkr/client.hpp"
+#include "zkr/detail/deadline.hpp"
 #include "zkr/detail/initiation.hpp"
 #include "zkr/types.hpp"
 
@@ -49,7 +50,7 @@ struct cached_node {
 };
 
 /// How a tree_cache reads its subtree.
-struct cache_options {
+struct tree_cache_options {
     /// How deep below the path to cache: 0 the path's node alone, 1 with its children, -1 every
     /// depth (the default).
     int max_depth = -1;
@@ -60,6 +61,9 @@ struct cache_options {
     std::optional<boost::asio::any_io_executor> executor{};
 };
 
+/// \deprecated Use tree_cache_options (every recipe's options are <recipe>_options): kept for 0.2 only.
+using cache_options [[deprecated("use zkr::tree_cache_options")]] = tree_cache_options;
+
 namespace detail {
 class cache_impl;
 using cache_init_handler = boost::asio::any_completion_handler<void(error_code)>;
@@ -67,7 +71,7 @@ ZKR_EXPORT void start_wait_initialized(const std::shared_ptr<cache_impl>& c, cac
 ZKR_EXPORT boost::asio::any_io_executor cache_executor(const cache_impl& c);
 }  // namespace detail
 
-/// Caches the subtree at `path` (down to cache_options::max_depth): every node's data and stat.
+/// Caches the subtree at `path` (down to tree_cache_options::max_depth): every node's data and stat.
 ///
 /// It reads each node with a watch and reads it again when the watch fires; a change is detected
 /// by the node's mzxid and czxid, never its version, so a node deleted and made again with new
@@ -77,7 +81,7 @@ ZKR_EXPORT boost::asio::any_io_executor cache_executor(const cache_impl& c);
 /// the same session needs no walk: the server replays the watches' missed events. A path that
 /// does not exist is not an error: the cache waits for it and never creates it.
 ///
-/// Listeners run on the cache's executor (cache_options::executor, by default the client's), one
+/// Listeners run on the cache's executor (tree_cache_options::executor, by default the client's), one
 /// at a time, in the order the cache saw the changes; a slow listener delays only the next
 /// listener calls on that executor: the cache keeps reading, and no session or recipe machinery
 /// runs there. Thread-safe.
@@ -88,7 +92,7 @@ public:
 
     /// Checks the path and options (std::invalid_argument naming the bad one); reads nothing
     /// until start(). zkr::system_error(errc::client_closed) for a closed client.
-    tree_cache(client& c, std::string path, cache_options options = {});
+    tree_cache(client& c, std::string path, tree_cache_options options = {});
     /// close().
     ~tree_cache();
     tree_cache(const tree_cache&) = delete;
@@ -96,9 +100,13 @@ public:
 
     /// Calls `fn(event)` for every change from now on, on the cache's executor. Subscribe before
     /// start() to see every node's `created` and the first `initialized`.
-    [[nodiscard]] subscription on_event(std::function<void(const cache_event&)> fn);
-    /// Starts reading (once the client is connected). A second call does nothing.
-    /// std::logic_error after close().
+    [[nodiscard]] subscription on_change(std::function<void(const cache_event&)> fn);
+    /// \deprecated Use on_change(fn): kept for 0.2 only.
+    [[deprecated("use zkr::tree_cache::on_change(fn)")]] [[nodiscard]] subscription on_event(std::function<void(const cache_event&)> fn) {
+        return on_change(std::move(fn));
+    }
+    /// Starts reading (once the client is connected). std::logic_error when called a second
+    /// time, or after close().
     void start();
     /// Stops: every watch the cache left is removed from the server, pending waits complete with
     /// errc::cancelled, listeners are not called again. The cached data stays readable.
@@ -111,9 +119,20 @@ public:
     /// subtree with more watched paths than one client can set again after a reconnection, about
     /// 1 MB of paths with the default client_options::max_request_size): the log says which.
     bool initialized() const;
-    /// Blocks until initialized() (true) or `timeout` passes (false); false at once when closed.
-    /// milliseconds::max() waits for ever.
-    bool wait_initialized(std::chrono::milliseconds timeout);
+    /// Blocks until initialized() (true) or `deadline` passes (false); false at once when closed.
+    /// time_point::max() waits for ever.
+    bool wait_initialized(std::chrono::steady_clock::time_point deadline);
+    /// wait_initialized(deadline) for a time point of any other clock (or precision), converted once.
+    template <class Clock, class Duration>
+    bool wait_initialized(const std::chrono::time_point<Clock, Duration>& deadline) {
+        return wait_initialized(detail::to_steady(deadline));
+    }
+    /// wait_initialized(deadline) with the deadline `timeout` from now (any std::chrono::duration;
+    /// duration::max() waits for ever).
+    template <class Rep, class Period>
+    bool wait_initialized(const std::chrono::duration<Rep, Period>& timeout) {
+        return wait_initialized(detail::deadline_after(timeout));
+    }
     /// Completes when initialized() (at once if it is). Handler: void(zkr::error_code);
     /// errc::cancelled when the cache closes first or by per-operation cancellation (any type).
     template <class CompletionToken = boost::asio::deferred_t>
@@ -137,6 +156,7 @@ public:
     executor_type get_executor() const { return detail::cache_executor(*impl_); }
 
 private:
+    friend class group_member;  // its async_wait_joined waits on this cache's machine
     std::shared_ptr<detail::cache_impl> impl_;
 };
 

@@ -16,6 +16,7 @@
 #include "session_port.hpp"
 #include "toolkit/recipe_path.hpp"
 #include "toolkit/retry_timer.hpp"
+#include "toolkit/waiters.hpp"
 #include "tree_sync.hpp"
 #include "zkr/log.hpp"
 
@@ -47,12 +48,9 @@ const char* to_string(cache_event_type t) noexcept {
 namespace zkr::detail {
 namespace asio = boost::asio;
 
-// A timeout this long (milliseconds::max() among them) waits for ever.
-constexpr std::chrono::milliseconds forever = std::chrono::hours(24 * 365 * 100);
-
 class cache_impl : public std::enable_shared_from_this<cache_impl> {
 public:
-    cache_impl(session_port& port, std::string path, const cache_options& o)
+    cache_impl(session_port& port, std::string path, const tree_cache_options& o)
         : port_(port.weak_port()),
           executor_(o.executor ? *o.executor : port.executor()),
           strand_(asio::make_strand(executor_)),
@@ -64,7 +62,7 @@ public:
     const asio::any_io_executor& executor() const noexcept { return executor_; }
 
     subscription listen(std::function<void(const cache_event&)> fn) {
-        if (!fn) throw std::invalid_argument("zkr::tree_cache::on_event: the listener is empty");
+        if (!fn) throw std::invalid_argument("zkr::tree_cache::on_change: the listener is empty");
         auto l = std::make_shared<listener>();
         l->fn = std::move(fn);
         std::uint64_t key;
@@ -87,7 +85,7 @@ public:
         {
             std::lock_guard lock(mutex_);
             if (closed_) throw std::logic_error("zkr::tree_cache::start: the cache \"" + path_ + "\" is closed");
-            if (started_) return;
+            if (started_) throw std::logic_error("zkr::tree_cache::start: the cache \"" + path_ + "\" was started already");
             started_ = true;
         }
         if (!port || port->closed()) throw zkr::system_error(make_error_code(errc::client_closed), "zkr::tree_cache::start");
@@ -135,11 +133,9 @@ public:
         return sync_.initialized();
     }
 
-    bool wait_initialized(std::chrono::milliseconds timeout) {
+    bool wait_initialized(std::chrono::steady_clock::time_point deadline) {
         std::unique_lock lock(mutex_);
-        auto done = [&] { return closed_ || sync_.initialized(); };
-        if (timeout >= forever) initialized_cv_.wait(lock, done);  // no deadline to overflow
-        else initialized_cv_.wait_for(lock, timeout, done);
+        wait_until(initialized_cv_, lock, deadline, [&] { return closed_ || sync_.initialized(); });
         return !closed_ && sync_.initialized();
     }
 
@@ -442,7 +438,7 @@ asio::any_io_executor cache_executor(const cache_impl& c) { return c.executor();
 
 namespace zkr {
 
-tree_cache::tree_cache(client& c, std::string path, cache_options options) {
+tree_cache::tree_cache(client& c, std::string path, tree_cache_options options) {
     detail::check_recipe_path(c, path, "zkr::tree_cache", "cached path");
     if (options.max_depth < -1)
         throw std::invalid_argument("zkr::tree_cache: max_depth " + std::to_string(options.max_depth) +
@@ -455,11 +451,11 @@ tree_cache::tree_cache(client& c, std::string path, cache_options options) {
 
 tree_cache::~tree_cache() { impl_->close(); }
 
-subscription tree_cache::on_event(std::function<void(const cache_event&)> fn) { return impl_->listen(std::move(fn)); }
+subscription tree_cache::on_change(std::function<void(const cache_event&)> fn) { return impl_->listen(std::move(fn)); }
 void tree_cache::start() { impl_->start(); }
 void tree_cache::close() { impl_->close(); }
 bool tree_cache::initialized() const { return impl_->initialized(); }
-bool tree_cache::wait_initialized(std::chrono::milliseconds timeout) { return impl_->wait_initialized(timeout); }
+bool tree_cache::wait_initialized(std::chrono::steady_clock::time_point deadline) { return impl_->wait_initialized(deadline); }
 std::optional<cached_node> tree_cache::get(const std::string& path) const { return impl_->get(path); }
 std::vector<std::string> tree_cache::children(const std::string& path) const { return impl_->children(path); }
 std::size_t tree_cache::size() const { return impl_->size(); }

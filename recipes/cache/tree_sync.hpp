@@ -49,7 +49,7 @@ struct cache_read {
 
 class tree_sync {
 public:
-    /// `root`: the cached path; `max_depth` as cache_options; `window`: reads in flight at most.
+    /// `root`: the cached path; `max_depth` as tree_cache_options; `window`: reads in flight at most.
     tree_sync(std::string root, int max_depth, std::size_t window);
 
     // --- inputs ---

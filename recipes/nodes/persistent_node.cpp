@@ -13,11 +13,16 @@
 #include "toolkit/recipe_path.hpp"
 #include "toolkit/retry_timer.hpp"
 #include "toolkit/sequence_queue.hpp"
+#include "toolkit/waiters.hpp"
 #include "zkr/log.hpp"
 #include "zkr/path.hpp"
 
+#include <boost/asio/associated_cancellation_slot.hpp>
+
 #include <algorithm>
 #include <condition_variable>
+#include <map>
+#include <optional>
 #include <future>
 #include <mutex>
 #include <stdexcept>
@@ -33,6 +38,7 @@ public:
                          std::string data, persistent_node_options options)
         : client_options_(client_options),
           port_(port.weak_port()),
+          executor_(port.executor()),
           cleanup_(cleanup_service::of(port)),
           path_(path),
           fsm_(std::move(path), mode, std::move(data), options.protection, options.create_parents,
@@ -46,7 +52,7 @@ public:
         {
             std::lock_guard lock(mutex_);
             if (fsm_.closed()) throw std::logic_error("zkr::persistent_node::start: the node \"" + path_ + "\" is closed");
-            if (started_) return;
+            if (started_) throw std::logic_error("zkr::persistent_node::start: the node \"" + path_ + "\" was started already");
             started_ = true;
         }
         if (!port || port->closed()) throw zkr::system_error(make_error_code(errc::client_closed), "zkr::persistent_node::start");
@@ -81,12 +87,38 @@ public:
         if (port->is_connected()) feed([&](std::int64_t s) { return fsm_.ensure(s); });
     }
 
-    bool wait_for_initial_create(std::chrono::milliseconds timeout) {
+    bool wait_created(std::chrono::steady_clock::time_point deadline) {
         std::unique_lock lock(mutex_);
-        auto made = [&] { return fsm_.made_once() || fsm_.closed(); };
-        if (timeout >= std::chrono::hours(24 * 365 * 100)) created_cv_.wait(lock, made);  // for ever: no deadline to overflow
-        else created_cv_.wait_for(lock, timeout, made);
+        wait_until(created_cv_, lock, deadline, [&] { return fsm_.made_once() || fsm_.closed(); });
         return fsm_.made_once();
+    }
+
+    void wait_created_async(completion<> done, asio::cancellation_slot slot) {
+        error_code ec;
+        {
+            std::lock_guard lock(mutex_);
+            if (!fsm_.made_once() && !fsm_.closed()) {
+                auto key = created_waiters_.add(std::move(done));
+                if (slot.is_connected()) {
+                    slot.assign([weak = weak_from_this(), key](asio::cancellation_type) {
+                        if (auto self = weak.lock()) self->cancel_wait(key);
+                    });
+                }
+                return;
+            }
+            if (!fsm_.made_once()) ec = make_error_code(errc::cancelled);  // closed first
+        }
+        done(ec);
+    }
+
+    const asio::any_io_executor& executor() const noexcept { return executor_; }
+
+    void cancel_wait(std::uint64_t key) {
+        auto done = [&] {
+            std::lock_guard lock(mutex_);
+            return created_waiters_.take(key);
+        }();
+        if (done) (*done)(make_error_code(errc::cancelled));
     }
 
     std::string actual_path() const {
@@ -126,14 +158,17 @@ public:
         persistent_node_fsm::leftovers left;
         std::shared_ptr<watch_state> watch;
         subscription sub;
+        std::map<std::uint64_t, completion<>> waiting;
         {
             std::lock_guard lock(mutex_);
             if (fsm_.closed()) return;
             left = fsm_.close();
             watch = std::exchange(watch_, nullptr);
             sub = std::move(session_subscription_);
+            waiting = created_waiters_.take_all();
         }
         created_cv_.notify_all();
+        waiter_list::complete(std::move(waiting), make_error_code(errc::cancelled));  // never made: made ones were told
         sub.reset();
         retry_.cancel();
         auto port = port_.lock();
@@ -157,15 +192,18 @@ private:
         request next;
         std::vector<std::pair<log::level, std::string>> lines;
         bool made;
+        std::map<std::uint64_t, completion<>> made_waiters;
         {
             std::lock_guard lock(mutex_);
             if (!started_) return;
             next = fn(session);
             lines = fsm_.take_log();
             made = fsm_.made_once();
+            if (made) made_waiters = created_waiters_.take_all();
         }
         for (auto& [level, line] : lines) log::write(level, "zkr::persistent_node \"" + path_ + "\": " + line);
         if (made) created_cv_.notify_all();
+        waiter_list::complete(std::move(made_waiters), {});  // posted to their executors
         carry_out(*port, std::move(next));
     }
 
@@ -293,11 +331,13 @@ private:
 
     const client_options client_options_;  // for the checks of set_data (the node may outlive its client)
     std::weak_ptr<session_port> port_;
+    const asio::any_io_executor executor_;  // where async waits complete by default
     std::shared_ptr<cleanup_service> cleanup_;
     const std::string path_;
 
     mutable std::mutex mutex_;  // a leaf
     std::condition_variable created_cv_;
+    waiter_list created_waiters_;  // async_wait_created's
     persistent_node_fsm fsm_;
     bool started_ = false;
     std::shared_ptr<watch_state> watch_;  // the watch of the machine's last watch step
@@ -305,6 +345,13 @@ private:
     std::chrono::milliseconds retry_delay_{500};  // under mutex_
     subscription session_subscription_;
 };
+
+void start_wait_created(const std::shared_ptr<persistent_node_impl>& node, node_created_handler handler) {
+    auto slot = asio::get_associated_cancellation_slot(handler);
+    node->wait_created_async(completion<>(std::move(handler), node->executor()), slot);
+}
+
+asio::any_io_executor node_executor(const persistent_node_impl& node) { return node.executor(); }
 
 }  // namespace zkr::detail
 
@@ -322,7 +369,7 @@ persistent_node::persistent_node(client& c, std::string path, create_mode mode, 
 persistent_node::~persistent_node() { impl_->close(); }
 
 void persistent_node::start() { impl_->start(); }
-bool persistent_node::wait_for_initial_create(std::chrono::milliseconds timeout) { return impl_->wait_for_initial_create(timeout); }
+bool persistent_node::wait_created(std::chrono::steady_clock::time_point deadline) { return impl_->wait_created(deadline); }
 std::string persistent_node::actual_path() const { return impl_->actual_path(); }
 std::string persistent_node::data() const { return impl_->data(); }
 void persistent_node::set_data(std::string data) { impl_->set_data(std::move(data)); }

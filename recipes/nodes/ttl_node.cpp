@@ -13,6 +13,7 @@
 #include "session_port.hpp"
 #include "toolkit/recipe_path.hpp"
 #include "toolkit/retry_timer.hpp"
+#include "toolkit/waiters.hpp"
 #include "zkr/detail/node_wait.hpp"
 #include "zkr/path.hpp"
 #include "zkr/persistent_node.hpp"
@@ -21,8 +22,12 @@
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/post.hpp>
 
+#include <boost/asio/associated_cancellation_slot.hpp>
+
 #include <condition_variable>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 
 namespace zkr::detail {
@@ -33,6 +38,7 @@ public:
     ttl_node_impl(client& c, session_port& port, std::string path, std::chrono::milliseconds ttl, std::string data,
                   const ttl_node_options& options)
         : port_(port.weak_port()),
+          executor_(port.executor()),
           threads_(port.threads()),
           path_(path),
           child_(join_path(path, options.child_name)),
@@ -46,39 +52,56 @@ public:
         {
             std::lock_guard lock(mutex_);
             if (closed_) throw std::logic_error("zkr::ttl_node::start: the node " + quoted_path(path_) + " is closed");
-            if (started_) return;
+            if (started_) throw std::logic_error("zkr::ttl_node::start: the node " + quoted_path(path_) + " was started already");
             started_ = true;
         }
         node_.start();  // sent first: on one connection the container is made before the child
         renew();
     }
 
-    bool wait_for_initial_create(std::chrono::milliseconds timeout) {
-        const bool for_ever = timeout >= std::chrono::hours(24 * 365 * 100);  // no deadline to overflow
-        const auto deadline = for_ever ? std::chrono::steady_clock::time_point::max() : std::chrono::steady_clock::now() + timeout;
-        if (!node_.wait_for_initial_create(timeout)) return false;
+    bool wait_created(std::chrono::steady_clock::time_point deadline) {
+        if (!node_.wait_created(deadline)) return false;
         std::unique_lock lock(mutex_);
-        auto settled = [&] { return touches_ > 0 || refused_ || closed_; };
-        if (for_ever) renewed_cv_.wait(lock, settled);
-        else renewed_cv_.wait_until(lock, deadline, settled);
-        if (refused_ && touches_ == 0)
-            throw zkr::system_error(refused_, "zkr::ttl_node " + quoted_path(path_) + ": the server does not make TTL nodes (" +
-                                                  quoted_path(child_) +
-                                                  "): it needs zookeeper.extendedTypesEnabled=true (the system property, "
-                                                  "or extendedTypesEnabled=true in zoo.cfg)");
+        wait_until(renewed_cv_, lock, deadline, [&] { return touches_ > 0 || refused_ || closed_; });
+        if (refused_ && touches_ == 0) throw zkr::system_error(refused_, refused_message());
         return touches_ > 0 && !closed_;
     }
+
+    // Done once the child was first created or touched (the container exists then), refused for
+    // good, or closed.
+    void wait_created_async(completion<> done, asio::cancellation_slot slot) {
+        error_code ec;
+        {
+            std::lock_guard lock(mutex_);
+            if (touches_ == 0 && !refused_ && !closed_) {
+                auto key = created_waiters_.add(std::move(done));
+                if (slot.is_connected()) {
+                    slot.assign([weak = weak_from_this(), key](asio::cancellation_type) {
+                        if (auto self = weak.lock()) self->cancel_wait(key);
+                    });
+                }
+                return;
+            }
+            ec = settled_error_locked();
+        }
+        done(ec);
+    }
+
+    const asio::any_io_executor& executor() const noexcept { return executor_; }
 
     std::string data() const { return node_.data(); }
     void set_data(std::string data) { node_.set_data(std::move(data)); }
 
     void close() {
+        std::map<std::uint64_t, completion<>> waiting;
         {
             std::lock_guard lock(mutex_);
             if (closed_) return;
             closed_ = true;
+            waiting = created_waiters_.take_all();
         }
         renewed_cv_.notify_all();
+        waiter_list::complete(std::move(waiting), make_error_code(errc::cancelled));
         retry_.cancel();
         // The container wait, if any, takes its watch off; on the session thread, where it started.
         asio::post(threads_->session, [self = shared_from_this()] { self->stop_wait_.emit(asio::cancellation_type::all); });
@@ -95,6 +118,24 @@ public:
     }
 
 private:
+    // What an async wait for the first renewal completes with, once it is settled.
+    error_code settled_error_locked() const {
+        if (touches_ > 0 && !closed_) return {};
+        if (refused_ && touches_ == 0) return refused_;
+        return make_error_code(errc::cancelled);
+    }
+    std::string refused_message() const {
+        return "zkr::ttl_node " + quoted_path(path_) + ": the server does not make TTL nodes (" + quoted_path(child_) +
+               "): it needs zookeeper.extendedTypesEnabled=true (the system property, or extendedTypesEnabled=true in zoo.cfg)";
+    }
+    void cancel_wait(std::uint64_t key) {
+        auto done = [&] {
+            std::lock_guard lock(mutex_);
+            return created_waiters_.take(key);
+        }();
+        if (done) (*done)(make_error_code(errc::cancelled));
+    }
+
     // Creates the child; if it exists, touches it.
     void renew() {
         auto port = port_.lock();
@@ -126,12 +167,19 @@ private:
     }
 
     void renewed(error_code ec) {
+        std::map<std::uint64_t, completion<>> settled;
+        error_code settled_ec;
         {
             std::lock_guard lock(mutex_);
             if (!ec) ++touches_;
             if (ec == errc::unimplemented) refused_ = ec;  // for good: nothing more to try
+            if (touches_ > 0 || refused_) {
+                settled = created_waiters_.take_all();
+                settled_ec = settled_error_locked();
+            }
         }
         renewed_cv_.notify_all();
+        waiter_list::complete(std::move(settled), settled_ec);
         if (ec == errc::unimplemented || ec == errc::client_closed) return;
         std::weak_ptr<ttl_node_impl> weak = weak_from_this();
         if (ec == errc::no_node) {
@@ -167,6 +215,7 @@ private:
     }
 
     std::weak_ptr<session_port> port_;
+    const asio::any_io_executor executor_;  // where async waits complete by default
     std::shared_ptr<runtime> threads_;
     const std::string path_, child_;
     const std::chrono::milliseconds ttl_, period_;
@@ -176,10 +225,18 @@ private:
 
     mutable std::mutex mutex_;  // a leaf
     std::condition_variable renewed_cv_;
+    waiter_list created_waiters_;  // async_wait_created's
     bool started_ = false, closed_ = false;
     std::uint64_t touches_ = 0;
     error_code refused_;
 };
+
+void start_wait_created(const std::shared_ptr<ttl_node_impl>& node, ttl_created_handler handler) {
+    auto slot = asio::get_associated_cancellation_slot(handler);
+    node->wait_created_async(completion<>(std::move(handler), node->executor()), slot);
+}
+
+asio::any_io_executor ttl_executor(const ttl_node_impl& node) { return node.executor(); }
 
 }  // namespace zkr::detail
 
@@ -203,7 +260,7 @@ ttl_node::ttl_node(client& c, std::string path, std::chrono::milliseconds ttl, s
 ttl_node::~ttl_node() { impl_->close(); }
 
 void ttl_node::start() { impl_->start(); }
-bool ttl_node::wait_for_initial_create(std::chrono::milliseconds timeout) { return impl_->wait_for_initial_create(timeout); }
+bool ttl_node::wait_created(std::chrono::steady_clock::time_point deadline) { return impl_->wait_created(deadline); }
 std::string ttl_node::data() const { return impl_->data(); }
 void ttl_node::set_data(std::string data) { impl_->set_data(std::move(data)); }
 void ttl_node::close() { impl_->close(); }

@@ -72,12 +72,12 @@ int tree_command(const tree_options& o) {
     configure_logging(o.connection);
     event_loop loop;
     auto client = connect(loop, o.connection, o.timeout, o.timeout);
-    zkr::cache_options options;
+    zkr::tree_cache_options options;
     options.max_depth = o.depth;
     options.executor = loop.context().get_executor();  // listeners on this thread
     zkr::tree_cache cache(*client, o.path, options);
     std::deque<zkr::cache_event> events;
-    auto subscription = cache.on_event([&events](const zkr::cache_event& e) { events.push_back(e); });
+    auto subscription = cache.on_change([&events](const zkr::cache_event& e) { events.push_back(e); });
     cache.start();
 
     const std::string doing = "reading the subtree at " + o.path;
