@@ -232,7 +232,7 @@ int node_back(const options& o) {
             break;
         }
         auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now());
-        if (left <= 0ms || !r.watch.wait_for(left)) throw std::runtime_error("the node was not back within 60 s");
+        if (left <= 0ms || !r.watch.wait(left)) throw std::runtime_error("the node was not back within 60 s");
     }
     double back_ms = us_since(t0) / 1000;
     node.close();

@@ -843,7 +843,7 @@ int run_zkr_latch_join(const options& o, zkr::client& client) {
             auto seen = ours.empty() ? zkr::exists_result{} : client.exists(ours, zkr::set_watch);
             latch.close();
             if (seen.exists) {
-                auto ev = seen.watch.wait_for(30s);
+                auto ev = seen.watch.wait(30s);
                 if (!ev) throw std::runtime_error("the closed latch's node " + ours + " was not deleted within 30 s");
                 if (ev->type != zkr::event_type::deleted) {
                     // The watch ended otherwise (e.g. removed with the latch's own): poll for the deletion.

@@ -291,15 +291,15 @@ TEST_CASE("watches are delivered as completions", "[client][watch]") {
         auto r = c.get_data(base + "/d", zkr::set_watch);
         REQUIRE(r.watch.valid());
         CHECK_FALSE(r.watch.done());
-        CHECK_FALSE(r.watch.wait_for(100ms).has_value());
+        CHECK_FALSE(r.watch.wait(100ms).has_value());
         other.set_data(base + "/d", "2");
-        auto ev = r.watch.wait_for(10s);
+        auto ev = r.watch.wait(10s);
         REQUIRE(ev);
         CHECK(ev->type == zkr::event_type::changed);
         CHECK(ev->path == base + "/d");
         CHECK(r.watch.done());
         // One-shot: waiting again reports the same event at once.
-        auto again = r.watch.wait_for(0ms);
+        auto again = r.watch.wait(0ms);
         REQUIRE(again);
         CHECK(again->type == zkr::event_type::changed);
     }
@@ -314,14 +314,14 @@ TEST_CASE("watches are delivered as completions", "[client][watch]") {
     SECTION("children watch fires on a new child") {
         auto r = c.get_children(base, zkr::set_watch);
         other.create(base + "/kid", "");
-        auto ev = r.watch.wait_for(10s);
+        auto ev = r.watch.wait(10s);
         REQUIRE(ev);
         CHECK(ev->type == zkr::event_type::child);
     }
     SECTION("delete fires the data watch with deleted") {
         auto r = c.get_data(base + "/d", zkr::set_watch);
         other.remove(base + "/d");
-        auto ev = r.watch.wait_for(10s);
+        auto ev = r.watch.wait(10s);
         REQUIRE(ev);
         CHECK(ev->type == zkr::event_type::deleted);
     }
@@ -347,7 +347,7 @@ TEST_CASE("watches are delivered as completions", "[client][watch]") {
         CHECK_FALSE(r.watch.remove());
         CHECK(r.watch.done());
         try {
-            r.watch.wait_for(10s);
+            r.watch.wait(10s);
             FAIL("expected watch_removed");
         } catch (const zkr::system_error& e) {
             CHECK(e.code() == errc::watch_removed);
@@ -500,7 +500,7 @@ TEST_CASE("error_code forms of watched reads and exists, and create_parents sync
     c.get_children(base + "/missing", zkr::set_watch, ec);
     CHECK(ec == errc::no_node);
     c.create(base + "/later");
-    CHECK(watched.watch.wait_for(5s).has_value());
+    CHECK(watched.watch.wait(5s).has_value());
 
     get_within(c.async_create_parents(base + "/x/y/z", zkr::create_mode::container, asio::use_future));
     CHECK(c.exists(base + "/x/y/z").exists);

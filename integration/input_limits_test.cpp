@@ -209,11 +209,11 @@ TEST_CASE("wait_connected and watch::wait_for with a timeout too long to represe
         REQUIRE(waiting.wait_for(10s) == std::future_status::ready);
         CHECK(waiting.get() == errc::client_closed);
     }
-    SECTION("watch::wait_for(milliseconds::max()) waits until the watch fires") {
+    SECTION("watch::wait(milliseconds::max()) waits until the watch fires") {
         zkr::client c(test_options(test_connect_string()));
         std::string path = unique_path("huge-watch-wait");
         auto w = c.exists(path, zkr::set_watch).watch;
-        auto waiting = std::async(std::launch::async, [&] { return w.wait_for(std::chrono::milliseconds::max()); });
+        auto waiting = std::async(std::launch::async, [&] { return w.wait(std::chrono::milliseconds::max()); });
         CHECK(waiting.wait_for(500ms) == std::future_status::timeout);
         c.create_parents(path);
         REQUIRE(waiting.wait_for(10s) == std::future_status::ready);

@@ -78,7 +78,7 @@ TEST_CASE("forced session expiry: lost and then a new session that works", "[ses
     // The old session's watch ends: with the node's deletion, when the server closing the session
     // could still tell this connection, else with the session itself. Never left pending.
     try {
-        auto ev = watch.wait_for(10s);
+        auto ev = watch.wait(10s);
         REQUIRE(ev);
         CHECK(ev->type == zkr::event_type::deleted);
     } catch (const zkr::system_error& e) {

@@ -271,14 +271,14 @@ watch_event watch::wait() {
     return ev;
 }
 
-std::optional<watch_event> watch::wait_for(std::chrono::milliseconds timeout) {
-    if (!state_) throw zkr::system_error(make_error_code(errc::bad_arguments), "zkr::watch::wait_for on an empty watch");
+std::optional<watch_event> watch::wait(std::chrono::steady_clock::time_point deadline) {
+    if (!state_) throw zkr::system_error(make_error_code(errc::bad_arguments), "zkr::watch::wait on an empty watch");
     sync_slot<watch_event> slot;
     zkr::error_code ec;
     watch_event ev;
     if (auto known = attach(*state_, slot)) {
         std::tie(ec, ev) = *known;
-    } else if (auto got = slot.wait_for(longest_wait(timeout), ec)) {
+    } else if (auto got = slot.wait_until(deadline, ec)) {
         std::tie(ev) = *got;
     } else {
         {
@@ -291,7 +291,7 @@ std::optional<watch_event> watch::wait_for(std::chrono::milliseconds timeout) {
         // It fired as we gave up: the slot is being filled; take it.
         std::tie(ev) = slot.wait(ec);
     }
-    if (ec) throw zkr::system_error(ec, "zkr::watch::wait_for " + quoted_path(state_->path));
+    if (ec) throw zkr::system_error(ec, "zkr::watch::wait " + quoted_path(state_->path));
     return ev;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 #include "zkr/export.hpp"
 
+#include "zkr/detail/deadline.hpp"
 #include "zkr/detail/initiation.hpp"
 #include "zkr/error.hpp"
 
@@ -83,8 +84,24 @@ public:
 
     /// Blocks until the watch fires; throws zkr::system_error if it ends otherwise.
     watch_event wait();
-    /// Like wait(), but gives up after `timeout` and returns std::nullopt.
-    std::optional<watch_event> wait_for(std::chrono::milliseconds timeout);
+    /// Like wait(), but gives up at `deadline` and returns std::nullopt (the watch stays set);
+    /// time_point::max() waits for ever.
+    std::optional<watch_event> wait(std::chrono::steady_clock::time_point deadline);
+    /// wait(deadline) for a time point of any other clock (or precision), converted once.
+    template <class Clock, class Duration>
+    std::optional<watch_event> wait(const std::chrono::time_point<Clock, Duration>& deadline) {
+        return wait(detail::to_steady(deadline));
+    }
+    /// wait(deadline) with the deadline `timeout` from now (any std::chrono::duration;
+    /// duration::max() waits for ever).
+    template <class Rep, class Period>
+    std::optional<watch_event> wait(const std::chrono::duration<Rep, Period>& timeout) {
+        return wait(detail::deadline_after(timeout));
+    }
+    /// \deprecated Use wait(timeout): kept for 0.2 only.
+    [[deprecated("use zkr::watch::wait(timeout)")]] std::optional<watch_event> wait_for(std::chrono::milliseconds timeout) {
+        return wait(timeout);
+    }
 
     /// Removes the watch from the server (so it leaves nothing behind) and ends it with
     /// errc::watch_removed. Handler: void(zkr::error_code); errc::no_watcher if it had fired.
