@@ -95,7 +95,7 @@ int main(int argc, char** argv) try {
     }
     for (auto& r : registrations) {
         bool made = r->wait_created(10s);
-        expect(made, "registered " + r->actual_path());
+        expect(made, "registered " + r->node_path());
     }
     expect(within_10s([&] { return instances(router, orders).size() == 3; }), "the router sees 3 orders instances");
 

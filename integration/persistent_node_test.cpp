@@ -45,11 +45,11 @@ TEST_CASE("persistent node: made, made again when deleted, its data set, deleted
     zkr::client c(test_options(test_connect_string()));
     zkr::client other(test_options(test_connect_string()));
     zkr::persistent_node node(c, path, zkr::create_mode::ephemeral, "payload");
-    CHECK(node.actual_path().empty());
+    CHECK(node.node_path().empty());
     CHECK_FALSE(other.exists(path).exists);  // nothing before start()
     node.start();
     REQUIRE(node.wait_created(10s));
-    CHECK(node.actual_path() == path);
+    CHECK(node.node_path() == path);
     CHECK(owner_of(other, path) == c.session_id());
     CHECK(data_of(other, path) == "payload");
 
@@ -128,7 +128,7 @@ TEST_CASE("persistent node: a sequential node keeps its name when made again (CU
     zkr::persistent_node node(c, parent + "/member-", zkr::create_mode::ephemeral_sequential, "m");
     node.start();
     REQUIRE(node.wait_created(10s));
-    auto actual = node.actual_path();
+    auto actual = node.node_path();
     // Protected (always, for a sequential mode): "_c_<uuid>-member-" and the 10-digit sequence.
     auto name = std::string(zkr::node_name(actual));
     CHECK(name.rfind("_c_", 0) == 0);
@@ -138,7 +138,7 @@ TEST_CASE("persistent node: a sequential node keeps its name when made again (CU
     REQUIRE(eventually([&] { return owner_of(other, actual) == c.session_id(); }));
     zkr::testkit::expire_session(c);
     REQUIRE(eventually([&] { return owner_of(other, actual) == c.session_id(); }, 20s));
-    CHECK(node.actual_path() == actual);
+    CHECK(node.node_path() == actual);
     CHECK(other.get_children(parent).children.size() == 1);  // never a second node
 }
 
@@ -163,7 +163,7 @@ TEST_CASE("persistent node: another session's node is waited out, never adopted"
         CHECK_FALSE(zkr::test::get_within(waiting, 10s));
     }
     CHECK(holds_throughout([&] { return data_of(c, path) == "theirs" && owner_of(c, path) == squatter->session_id(); }, 500ms));
-    CHECK(node.actual_path().empty());
+    CHECK(node.node_path().empty());
     squatter.reset();  // its session ends, and its node with it
     REQUIRE(node.wait_created(10s));
     CHECK(owner_of(c, path) == c.session_id());
@@ -363,7 +363,7 @@ TEST_CASE("persistent node: a create whose reply was lost is taken over, not dup
     REQUIRE(seq.wait_created(15s));
     CHECK(proxy.replies_lost() == 2);
     CHECK(observer.get_children(path).children.size() == 2);  // node and one seq- node
-    CHECK(owner_of(observer, seq.actual_path()) == c.session_id());
+    CHECK(owner_of(observer, seq.node_path()) == c.session_id());
 }
 
 TEST_CASE("persistent node: a persistent node survives its session and is taken over on the next", "[persistent_node]") {

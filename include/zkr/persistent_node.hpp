@@ -95,7 +95,9 @@ public:
     }
     /// The node's path as made ("" before it is): differs from path() with protection or a
     /// sequential mode.
-    std::string actual_path() const;
+    std::string node_path() const;
+    /// \deprecated Use node_path() (every recipe names the node it stands on so): kept for 0.2 only.
+    [[deprecated("use zkr::persistent_node::node_path()")]] std::string actual_path() const { return node_path(); }
     /// The data the node is kept with.
     std::string data() const;
     /// Sets the node's data: written now if the node stands and is known to be ours (made or

@@ -370,7 +370,7 @@ persistent_node::~persistent_node() { impl_->close(); }
 
 void persistent_node::start() { impl_->start(); }
 bool persistent_node::wait_created(std::chrono::steady_clock::time_point deadline) { return impl_->wait_created(deadline); }
-std::string persistent_node::actual_path() const { return impl_->actual_path(); }
+std::string persistent_node::node_path() const { return impl_->actual_path(); }
 std::string persistent_node::data() const { return impl_->data(); }
 void persistent_node::set_data(std::string data) { impl_->set_data(std::move(data)); }
 void persistent_node::close() { impl_->close(); }
