@@ -247,7 +247,8 @@ TEST_CASE("a frozen process's loop of try_lock_for finishes, each call on time a
     zkr::mutex holder(holder_client, "/frozen");
     holder.lock();
     // The child loops try_lock_for(2s) for 12 s and prints each call's monotonic start and end.
-    zkr::test::child_process child(std::string(ZKR_TIMED_LOCKER_BIN) + " " + cluster.connect_string() +
+    // exec: SIGSTOP must freeze the locker itself (sh -c does not exec it: dash stays its parent).
+    zkr::test::child_process child("exec " + std::string(ZKR_TIMED_LOCKER_BIN) + " " + cluster.connect_string() +
                                    " /frozen 2000 12000");
     REQUIRE(child.read_line(15s) == std::optional<std::string>("ready"));
     std::this_thread::sleep_for(2s);
