@@ -204,14 +204,25 @@ private:
     struct given_up_session {
         std::int64_t id;
         std::string password;
+        bool expiry_counted = false;  // the observer counted it as expired (given_up) when it was given up
         int attempts = 0;
+    };
+    /// Why a session is lost (declare_lost).
+    enum class loss_cause {
+        server_expired,  // the server said it expired: counted as an expiry, cause server
+        timed_out,       // suspended for a whole session timeout: given up, counted as an expiry, cause given_up
+        auth_failed,     // authentication failed: given up, not an expiry
     };
 
     // session_lifecycle.cpp — all on the session thread unless said otherwise.
     void open_handle();
     void on_handle_opened(std::uint64_t generation, zhandle_t* zh, std::string problem);
     void replace_handle(error_code reason);
-    void declare_lost(const char* why, bool server_expired);
+    void declare_lost(const char* why, loss_cause cause);
+    /// Tells the observer `session` expired, once per session: a session given up and later
+    /// reported expired by the server (its old handle, the given-up session's closer) is not
+    /// counted again.
+    void count_expiry(std::int64_t session, expiry_cause cause);
     void report(connection_state s, std::int64_t session);
     void schedule_heartbeat();
     void close_given_up_sessions();
@@ -306,6 +317,11 @@ private:
     std::chrono::milliseconds reopen_delay_{250};
     std::unordered_set<request*> backing_off_;
     std::vector<given_up_session> given_up_;
+    // The latest session counted as expired (count_expiry). A client's sessions come one after
+    // another, each lost once (declare_lost runs once per handle, and a handle has one session),
+    // and what the server says later of a given-up one (its old handle's events are ignored, its
+    // closer's answer is only logged) is never counted: so the latest is all a repeat could be.
+    std::int64_t expiry_counted_ = 0;
     bool closing_given_up_ = false;
     std::shared_ptr<session_closer> active_closer_;
     std::atomic<bool> close_given_up_enabled_{true};

@@ -61,6 +61,14 @@ const char* to_string(loss_reason r) noexcept {
     return "unknown";
 }
 
+const char* to_string(expiry_cause c) noexcept {
+    switch (c) {
+        case expiry_cause::server: return "server";
+        case expiry_cause::given_up: return "given_up";
+    }
+    return "unknown";
+}
+
 namespace {
 
 constexpr std::size_t operations = 8;
@@ -68,6 +76,8 @@ constexpr std::size_t recipes = 6;
 constexpr std::size_t outcomes = 4;
 constexpr std::size_t reasons = 2;
 constexpr std::size_t states = 6;
+constexpr std::size_t causes = 2;
+constexpr expiry_cause all_causes[causes] = {expiry_cause::server, expiry_cause::given_up};
 
 // A request's result as a label: the answers and failures worth telling apart, the rest "other"
 // (a bounded set: one series each).
@@ -184,7 +194,9 @@ std::string escape_label(std::string_view v) {
 
 const std::vector<metric_family> all_families{
     {"zkr_connection_state_changes_total", "counter", "Connection state changes of the observed clients, by the state entered."},
-    {"zkr_session_expirations_total", "counter", "Sessions the server reported expired."},
+    {"zkr_session_expirations_total", "counter",
+     "Sessions expired, each once, by cause: server (the server said so first) or given_up (the client gave it up "
+     "after a whole session timeout disconnected, before any server said so)."},
     {"zkr_requests_total", "counter", "Requests ended, by operation and result (ok, an answer such as no_node, or a failure)."},
     {"zkr_request_seconds", "histogram", "Time from a request's start to its end, retries included."},
     {"zkr_request_retries_total", "counter", "Requests sent again after a retryable failure, by operation."},
@@ -220,7 +232,8 @@ struct metrics::state {
     const metrics_options options;
 
     std::array<std::atomic<std::uint64_t>, states> state_changes{};
-    std::atomic<std::uint64_t> expirations{0}, dropped{0};
+    std::array<std::atomic<std::uint64_t>, causes> expirations{};  // by expiry_cause
+    std::atomic<std::uint64_t> dropped{0};
     std::array<std::array<std::atomic<std::uint64_t>, results>, operations> requests{};
     std::array<histogram, operations> request_seconds;
     std::array<std::atomic<std::uint64_t>, operations> retries{};
@@ -257,7 +270,10 @@ const std::vector<double>& metrics::bucket_bounds() { return bounds; }
 const std::vector<metric_family>& metrics::families() { return all_families; }
 
 void metrics::on_connection_state(connection_state s, std::int64_t) { ++state_->state_changes[state_index(s)]; }
-void metrics::on_session_expired(std::int64_t) { ++state_->expirations; }
+void metrics::on_session_expiry(std::int64_t, expiry_cause cause) {
+    ++state_->expirations[static_cast<std::size_t>(cause) % causes];
+}
+void metrics::on_session_expired(std::int64_t session) { on_session_expiry(session, expiry_cause::server); }
 void metrics::on_request_started(const request_info&) {}
 void metrics::on_retry(const request_info& r, error_code, int, std::chrono::nanoseconds) {
     ++state_->retries[static_cast<std::size_t>(r.operation) % operations];
@@ -316,7 +332,9 @@ metrics_snapshot metrics::snapshot() const {
 
     for (std::size_t i = 0; i < states; ++i)
         sample("zkr_connection_state_changes_total", {{"state", to_string(all_states[i])}}, static_cast<double>(st.state_changes[i].load()));
-    sample("zkr_session_expirations_total", {}, static_cast<double>(st.expirations.load()));
+    // Both causes, zeros too: an alert on either finds its series from the start.
+    for (std::size_t i = 0; i < causes; ++i)
+        sample("zkr_session_expirations_total", {{"cause", to_string(all_causes[i])}}, static_cast<double>(st.expirations[i].load()));
     for (std::size_t op = 0; op < operations; ++op) {
         for (std::size_t r = 0; r < results; ++r) {
             auto n = st.requests[op][r].load(std::memory_order_relaxed);

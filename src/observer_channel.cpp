@@ -71,8 +71,11 @@ void observer_channel::connection_state_changed(connection_state s, std::int64_t
     });
 }
 
-void observer_channel::session_expired(std::int64_t session) {
-    push(kind::expired, {}, [&](event& e) { e.number = session; });
+void observer_channel::session_expired(std::int64_t session, expiry_cause cause) {
+    push(kind::expired, {}, [&](event& e) {
+        e.detail = static_cast<std::uint8_t>(cause);
+        e.number = session;
+    });
 }
 
 void observer_channel::request_started(const request_info& r) {
@@ -215,7 +218,7 @@ void observer_channel::deliver(const event& e) {
                         e.k == kind::acquire_finished ? static_cast<std::size_t>(e.number) : 0};
         switch (e.k) {
             case kind::state: o.on_connection_state(static_cast<connection_state>(e.detail), e.number); break;
-            case kind::expired: o.on_session_expired(e.number); break;
+            case kind::expired: o.on_session_expiry(e.number, static_cast<expiry_cause>(e.detail)); break;
             case kind::request_started: o.on_request_started(req); break;
             case kind::retry: o.on_retry(req, e.ec, static_cast<int>(e.number), e.duration); break;
             case kind::request_finished: o.on_request_finished(req, e.ec, e.duration); break;

@@ -46,7 +46,7 @@ public:
     std::uint64_t next_id() noexcept { return next_id_.fetch_add(1, std::memory_order_relaxed); }
 
     void connection_state_changed(connection_state s, std::int64_t session);
-    void session_expired(std::int64_t session);
+    void session_expired(std::int64_t session, expiry_cause cause);
     void request_started(const request_info& r);
     void retry(const request_info& r, error_code cause, int attempt, std::chrono::nanoseconds backoff);
     void request_finished(const request_info& r, error_code result, std::chrono::nanoseconds duration);
@@ -76,7 +76,7 @@ private:
         kind k = kind::state;
         std::uint64_t id = 0;
         std::uint8_t sub = 0;         // operation, recipe kind
-        std::uint8_t detail = 0;      // connection state, outcome, loss reason, leader
+        std::uint8_t detail = 0;      // connection state, outcome, loss reason, leader, expiry cause
         std::int64_t number = 0;      // session, attempt, depth
         error_code ec{};
         std::chrono::nanoseconds duration{0};

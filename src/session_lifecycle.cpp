@@ -289,28 +289,38 @@ void client_impl::on_handle_event(std::uint64_t generation, int zstate) {
             lost_timer_.async_wait([weak = weak_from_this(), generation](error_code ec) {
                 auto self = weak.lock();
                 if (!self || ec || self->closed_ || !self->suspended_ || generation != self->generation_) return;
-                self->declare_lost("suspended for a whole session timeout", false);
+                self->declare_lost("suspended for a whole session timeout", loss_cause::timed_out);
             });
         }
     } else if (zstate == ZOO_EXPIRED_SESSION_STATE) {
-        declare_lost("the session expired", true);
+        declare_lost("the session expired", loss_cause::server_expired);
     } else if (zstate == ZOO_AUTH_FAILED_STATE) {
         log::write(log::level::error, "zkr::client: ZooKeeper authentication failed; opening a new session");
-        declare_lost("authentication failed", false);
+        declare_lost("authentication failed", loss_cause::auth_failed);
     }
 }
 
-void client_impl::declare_lost(const char* why, bool server_expired) {
+void client_impl::declare_lost(const char* why, loss_cause cause) {
     auto [id, password] = session_credentials();
     if (id == 0) id = established_session_;
     log::write(log::level::warning, "zkr::client: session " + hex(id) + " lost: " + why);
+    // An expiry, however it is learnt: the server's word, or our giving the session up after a
+    // whole session timeout without a server (the server expires it too, or we close it there:
+    // either way it is gone, and counted now, once). An authentication failure is not one.
+    bool expiry = cause != loss_cause::auth_failed;
+    if (expiry) count_expiry(id, cause == loss_cause::server_expired ? expiry_cause::server : expiry_cause::given_up);
     // A session we gave up may live on at the server (a server restarted, a quorum lost): its
     // ephemeral nodes, our lock nodes among them, would stall everyone else for another whole
     // timeout. Close it as soon as a server answers.
-    if (!server_expired && id != 0 && !password.empty()) given_up_.push_back(given_up_session{id, std::move(password)});
-    if (server_expired && observer_events_) observer_events_->session_expired(id);
+    if (cause != loss_cause::server_expired && id != 0 && !password.empty())
+        given_up_.push_back(given_up_session{id, std::move(password), expiry});
     report(connection_state::lost, id);
     replace_handle(make_error_code(errc::session_expired));
+}
+
+void client_impl::count_expiry(std::int64_t session, expiry_cause cause) {
+    if (session != 0 && std::exchange(expiry_counted_, session) == session) return;  // counted already
+    if (observer_events_) observer_events_->session_expired(session, cause);
 }
 
 void client_impl::replace_handle(error_code reason) {
@@ -483,6 +493,11 @@ void client_impl::close_given_up(given_up_session s) {
                 int outcome = closer->outcome;
                 if (outcome == ZOO_CONNECTED_STATE) {
                     log::write(log::level::info, "zkr::client: closed given-up session " + hex(s.id) + " on the server");
+                } else if (outcome == ZOO_EXPIRED_SESSION_STATE) {
+                    // The server's word on a session we gave up: an expiry counted already (once
+                    // per session), when it was given up.
+                    log::write(log::level::info, "zkr::client: given-up session " + hex(s.id) + " had expired on the server" +
+                                                     (s.expiry_counted ? " (counted as expired when given up)" : ""));
                 } else if (outcome == 0 && timed_out && ++s.attempts < 5 && !self->closed_) {
                     self->given_up_.push_back(std::move(s));  // no answer yet: again with the next connection
                 }

@@ -76,6 +76,9 @@ public:
 
     /// \cond observer hooks: documented on zkr::observer
     void on_connection_state(connection_state state, std::int64_t session) override;
+    void on_session_expiry(std::int64_t session, expiry_cause cause) override;
+    /// Counted as an expiry with cause "server" (what this hook meant before on_session_expiry();
+    /// for an observer that forwards it here).
     void on_session_expired(std::int64_t session) override;
     void on_request_started(const request_info& request) override;
     void on_retry(const request_info& request, error_code cause, int attempt, std::chrono::nanoseconds backoff) override;

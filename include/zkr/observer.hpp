@@ -60,6 +60,22 @@ enum class loss_reason : std::uint8_t {
 /// The reason's name ("session", "node_deleted").
 ZKR_EXPORT const char* to_string(loss_reason r) noexcept;
 
+/// How a client learnt that a session of its own expired (observer::on_session_expiry()).
+enum class expiry_cause : std::uint8_t {
+    /// The server said so, before the client gave the session up: the C client, reconnecting,
+    /// was told the session had expired (a partition or a frozen process that outlasted the
+    /// session timeout but not the client's own wait, a session expired or closed from outside).
+    server,
+    /// The client gave the session up first: its connection was down for a whole session
+    /// timeout with no server answering (a partition, a frozen process whose timer ran out
+    /// first), so it could no longer count on the session and started a new one. The server
+    /// expires it too, or zkr closes it there once a server is back; that later word is not a
+    /// second expiry.
+    given_up,
+};
+/// The cause's name ("server", "given_up").
+ZKR_EXPORT const char* to_string(expiry_cause c) noexcept;
+
 /// A request: `id` pairs its start, retries and end (unique within the client).
 struct request_info {
     std::uint64_t id = 0;                                ///< the same in the request's start, retries and end
@@ -102,8 +118,30 @@ public:
     /// The client's connection changed state (connected, suspended, reconnected, lost,
     /// closed); `session` is the session it is about (0 when there is none).
     virtual void on_connection_state(connection_state state, std::int64_t session) { (void)state, (void)session; }
-    /// The server reported `session` expired (one call per expiry; a session given up after a
-    /// partition is only a connection_state::lost).
+    /// `session` expired: called once per session, however the client learnt it, before the
+    /// on_connection_state(connection_state::lost) of that session.
+    ///
+    /// - expiry_cause::server: the server said so first (the C client, reconnecting, was told).
+    /// - expiry_cause::given_up: the client gave the session up first, after a whole session
+    ///   timeout with its connection down (a partition, a frozen process, servers unreachable).
+    ///   When the server later says that same session expired (the old connection coming back,
+    ///   or zkr closing the given-up session on the server), this is not called again.
+    ///
+    /// Not called for a session lost to an authentication failure (the client gives it up, but
+    /// nothing timed out: zkr::log reports it as an error), nor when the client closes (a close
+    /// ends the session on the server; that is connection_state::closed).
+    ///
+    /// The default calls on_session_expired(session), so an observer written for that hook hears
+    /// of every expiry, whatever its cause.
+    virtual void on_session_expiry(std::int64_t session, expiry_cause cause) {
+        (void)cause;
+        on_session_expired(session);
+    }
+    /// `session` expired, whatever the cause: called by on_session_expiry()'s default only (an
+    /// observer that overrides on_session_expiry() does not get it unless it calls it). Kept for
+    /// observers written before on_session_expiry(); before zkr 0.2.0 it was called only for
+    /// expiries the server reported, and a session given up after a whole session timeout was only
+    /// a connection_state::lost.
     virtual void on_session_expired(std::int64_t session) { (void)session; }
 
     /// A request is made: sent, or held until there is a connection (its end follows in any case).

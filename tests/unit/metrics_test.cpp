@@ -4,11 +4,13 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <map>
 #include <regex>
 #include <set>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 using namespace std::chrono_literals;
 
@@ -195,10 +197,40 @@ TEST_CASE("metrics: the Prometheus text follows the exposition format, line by l
     CHECK(sum(t, "zkr_lock_waiters", {{"recipe", "mutex"}}) == 0);
     CHECK(sum(t, "zkr_leader", {{"recipe", "leader_latch"}}) == 1);
     CHECK(sum(t, "zkr_session_expirations_total") == 1);
+    CHECK(sum(t, "zkr_session_expirations_total", {{"cause", "server"}}) == 1);  // the old hook: the server's word
+    CHECK(sum(t, "zkr_session_expirations_total", {{"cause", "given_up"}}) == 0);  // printed at zero
     CHECK(sum(t, "zkr_connection_state_changes_total", {{"state", "connected"}}) == 1);
     CHECK(sum(t, "zkr_observer_events_dropped_total") == 3);
     // No path label unless asked for: the series stay bounded.
     for (const auto& s : t.samples) CHECK(s.labels.count("path") == 0);
+}
+
+TEST_CASE("metrics: session expiries by cause, and an observer of the older hook hears of every cause", "[unit][metrics]") {
+    zkr::metrics m;
+    auto fresh = m.snapshot();
+    // Both series from the start, at zero.
+    CHECK(std::count_if(fresh.samples.begin(), fresh.samples.end(),
+                        [](const zkr::metric_sample& s) { return s.name == "zkr_session_expirations_total"; }) == 2);
+    zkr::observer& o = m;
+    o.on_session_expiry(7, zkr::expiry_cause::given_up);
+    o.on_session_expiry(8, zkr::expiry_cause::server);
+    o.on_session_expiry(9, zkr::expiry_cause::given_up);
+    auto s = m.snapshot();
+    CHECK(s.value("zkr_session_expirations_total", {{"cause", "given_up"}}) == 2);
+    CHECK(s.value("zkr_session_expirations_total", {{"cause", "server"}}) == 1);
+    CHECK(s.value("zkr_session_expirations_total") == 3);
+    CHECK(std::string(zkr::to_string(zkr::expiry_cause::server)) == "server");
+    CHECK(std::string(zkr::to_string(zkr::expiry_cause::given_up)) == "given_up");
+
+    // Written before on_session_expiry(): its on_session_expired() still hears of each expiry.
+    struct older : zkr::observer {
+        std::vector<std::int64_t> sessions;
+        void on_session_expired(std::int64_t session) override { sessions.push_back(session); }
+    } old;
+    zkr::observer& base = old;
+    base.on_session_expiry(7, zkr::expiry_cause::given_up);
+    base.on_session_expiry(8, zkr::expiry_cause::server);
+    CHECK(old.sessions == std::vector<std::int64_t>{7, 8});
 }
 
 TEST_CASE("metrics: label values with quotes, backslashes and line feeds are escaped", "[unit][metrics]") {
