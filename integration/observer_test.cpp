@@ -1,6 +1,7 @@
 // zkr::observer and zkr::metrics against real ZooKeeper servers: the numbers a user reads after
 // lock cycles, timeouts, expiries, deletes, retries and elections; where hooks run; what a hook
 // that throws or blocks does to the session (nothing).
+#include "support/child_process.hpp"
 #include "support/servers.hpp"
 #include "support/session_tools.hpp"
 #include "zkr/client.hpp"
@@ -16,6 +17,8 @@
 #include <catch2/catch.hpp>
 
 #include <condition_variable>
+#include <csignal>
+#include <cstdio>
 #include <future>
 #include <map>
 #include <mutex>
@@ -25,6 +28,7 @@
 using namespace std::chrono_literals;
 using zkr::test::eventually;
 using zkr::test::first_server;
+using zkr::test::holds_throughout;
 using zkr::test::test_connect_string;
 using zkr::test::test_options;
 using zkr::test::unique_path;
@@ -160,6 +164,9 @@ TEST_CASE("observer: an expired session counts once, and each hold it ends count
                                     lease.state() == zkr::lock_state::lost; }));
     REQUIRE(c.flush_observer(10s));
     CHECK(value(*metrics, "zkr_session_expirations_total") == 1);
+    // The server said so while the client was connected: it was never given up.
+    CHECK(value(*metrics, "zkr_session_expirations_total", {{"cause", "server"}}) == 1);
+    CHECK(value(*metrics, "zkr_session_expirations_total", {{"cause", "given_up"}}) == 0);
     CHECK(value(*metrics, "zkr_connection_state_changes_total", {{"state", "lost"}}) == 1);
     CHECK(value(*metrics, "zkr_lock_lost_total", {{"recipe", "mutex"}, {"reason", "session"}}) == 2);
     CHECK(value(*metrics, "zkr_lock_lost_total", {{"recipe", "semaphore"}, {"reason", "session"}}) == 1);
@@ -171,6 +178,144 @@ TEST_CASE("observer: an expired session counts once, and each hold it ends count
     REQUIRE(c.flush_observer(10s));
     CHECK(value(*metrics, "zkr_lock_hold_seconds_count") == 3);
     CHECK(value(*metrics, "zkr_lock_held") == 0);
+    // On its new session, still the one expiry.
+    REQUIRE(eventually([&] { return c.is_connected(); }, 20s));
+    REQUIRE(c.flush_observer(10s));
+    CHECK(value(*metrics, "zkr_connection_state_changes_total", {{"state", "connected"}}) == 2);
+    CHECK(value(*metrics, "zkr_session_expirations_total") == 1);
+}
+
+namespace {
+// zkr::log's lines (and the C client's) while it lives, at `threshold` and above.
+struct log_capture {
+    explicit log_capture(zkr::log::level threshold) : previous(zkr::log::threshold()) {
+        zkr::log::set_sink([this](zkr::log::level, std::string_view line) {
+            std::lock_guard lock(mutex);
+            lines.emplace_back(line);
+        });
+        zkr::log::set_threshold(threshold);
+    }
+    ~log_capture() {
+        zkr::log::flush();
+        zkr::log::set_sink({});
+        zkr::log::set_threshold(previous);
+    }
+    bool saw(const std::string& text) {
+        zkr::log::flush();
+        std::lock_guard lock(mutex);
+        return std::any_of(lines.begin(), lines.end(), [&](const std::string& l) { return l.find(text) != std::string::npos; });
+    }
+    zkr::log::level previous;
+    std::mutex mutex;
+    std::vector<std::string> lines;
+};
+
+std::string hex(std::int64_t id) {
+    char text[32];
+    std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(id));
+    return text;
+}
+}  // namespace
+
+TEST_CASE("observer: a partition past the session timeout counts one expiry, given_up, and not again when the server says so",
+          "[observer][issue45]") {
+    log_capture log(zkr::log::level::info);  // the given-up session's closing is said at info
+    auto metrics = std::make_shared<zkr::metrics>();
+    std::string connect = test_connect_string();
+    zkr::testkit::proxy proxy(first_server(connect));
+    zkr::client c(observed(test_options(proxy.address(), 2000ms), metrics));
+    zkr::test::state_log states(c);
+    zkr::client direct(test_options(connect));  // sees the server's side, past the proxy
+    zkr::mutex m(c, unique_path("observer-partition"));
+    m.lock();
+    auto node = m.node_path();
+    auto session = c.session_id();
+    REQUIRE(session != 0);
+    proxy.partition(true);
+    // Nothing crosses: suspended after 2/3 of the session timeout, given up a whole session
+    // timeout later. The server, hearing nothing, expires the session (its lock node goes).
+    REQUIRE(eventually([&] { return states.saw(zkr::connection_state::lost); }, 15s));
+    REQUIRE(eventually([&] { return !direct.exists(node).exists; }, 15s));
+    REQUIRE(c.flush_observer(10s));
+    CHECK(m.state() == zkr::lock_state::lost);
+    CHECK(value(*metrics, "zkr_session_expirations_total", {{"cause", "given_up"}}) == 1);
+    CHECK(value(*metrics, "zkr_session_expirations_total", {{"cause", "server"}}) == 0);
+    CHECK(value(*metrics, "zkr_connection_state_changes_total", {{"state", "lost"}}) == 1);
+    proxy.partition(false);
+    // Back on a new session, the client closes the given-up one on the server, which answers that
+    // it had expired: the server's word on a session counted already.
+    REQUIRE(eventually([&] { return log.saw("given-up session " + hex(session) + " had expired on the server"); }, 20s));
+    REQUIRE(eventually([&] { return c.is_connected(); }, 20s));
+    REQUIRE(c.flush_observer(10s));
+    CHECK(value(*metrics, "zkr_session_expirations_total") == 1);
+    CHECK(value(*metrics, "zkr_session_expirations_total", {{"cause", "given_up"}}) == 1);
+    CHECK(value(*metrics, "zkr_connection_state_changes_total", {{"state", "lost"}}) == 1);
+    CHECK(value(*metrics, "zkr_connection_state_changes_total", {{"state", "connected"}}) == 2);
+    CHECK(value(*metrics, "zkr_lock_lost_total", {{"recipe", "mutex"}, {"reason", "session"}}) == 1);
+    m.unlock();
+}
+
+namespace {
+// The sample lines a zkr_observed_holder prints when asked ("metrics"), by series
+// (`name{labels}`), with their values.
+std::map<std::string, double> metrics_of(zkr::test::child_process& child) {
+    child.write_line("metrics");
+    std::map<std::string, double> out;
+    for (;;) {
+        auto line = child.read_line(15s);
+        if (!line) throw std::runtime_error("the observed holder did not answer \"metrics\"");
+        if (*line == "end") return out;
+        if (line->rfind("error", 0) == 0) throw std::runtime_error("the observed holder: " + *line);
+        auto space = line->rfind(' ');
+        if (space == std::string::npos) throw std::runtime_error("not a sample line: " + *line);
+        out[line->substr(0, space)] = std::stod(line->substr(space + 1));
+    }
+}
+// The sum of the series of `name` that carry every label of `labels` (`key="value"`, as printed).
+double sum_of(const std::map<std::string, double>& samples, const std::string& name,
+              std::initializer_list<std::string> labels = {}) {
+    double total = 0;
+    for (const auto& [series, v] : samples) {
+        if (series != name && series.rfind(name + "{", 0) != 0) continue;
+        if (std::all_of(labels.begin(), labels.end(), [&](const std::string& l) { return series.find(l) != std::string::npos; }))
+            total += v;
+    }
+    return total;
+}
+}  // namespace
+
+TEST_CASE("observer: a process frozen past its session timeout counts its session's expiry once when it resumes",
+          "[observer][issue45]") {
+    // exec: the signals below must reach the holder itself, not a shell waiting for it.
+    zkr::test::child_process child("exec " + std::string(ZKR_OBSERVED_HOLDER_BIN) + " " + test_connect_string() + " " +
+                                   unique_path("observer-frozen") + " 2000");
+    REQUIRE(child.read_line(20s) == std::optional<std::string>("ready"));
+    auto before = metrics_of(child);
+    REQUIRE(sum_of(before, "zkr_connection_state_changes_total", {"state=\"connected\""}) == 1);
+    REQUIRE(sum_of(before, "zkr_session_expirations_total") == 0);
+    REQUIRE(kill(child.pid(), SIGSTOP) == 0);
+    std::this_thread::sleep_for(6s);  // three session timeouts: the server expires the session
+    REQUIRE(kill(child.pid(), SIGCONT) == 0);
+    // On resuming it learns the session is gone (the server's answer as the C client reconnects,
+    // or its own timer, whichever comes first) and starts a new one.
+    REQUIRE(eventually([&] {
+        auto now = metrics_of(child);
+        return sum_of(now, "zkr_connection_state_changes_total", {"state=\"lost\""}) == 1 &&
+               sum_of(now, "zkr_connection_state_changes_total", {"state=\"connected\""}) == 2;
+    }, 20s));
+    // Counted once, and not again as whatever came second (the server's word on a session given up).
+    CHECK(holds_throughout([&] { return sum_of(metrics_of(child), "zkr_session_expirations_total") == 1; }, 3s));
+    auto after = metrics_of(child);
+    auto server = sum_of(after, "zkr_session_expirations_total", {"cause=\"server\""});
+    auto given_up = sum_of(after, "zkr_session_expirations_total", {"cause=\"given_up\""});
+    INFO("server " << server << ", given_up " << given_up);
+    CHECK(server + given_up == 1);
+    CHECK(sum_of(after, "zkr_session_expirations_total") == 1);
+    CHECK(sum_of(after, "zkr_lock_lost_total", {"recipe=\"mutex\"", "reason=\"session\""}) == 1);
+    child.write_line("state");
+    CHECK(child.read_line(15s) == std::optional<std::string>("state lost"));
+    child.close_input();
+    CHECK(child.wait(20s) == 0);
 }
 
 TEST_CASE("observer: a hold whose node someone deletes counts as lost, reason node_deleted", "[observer]") {

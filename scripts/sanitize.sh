@@ -16,7 +16,7 @@ shift
 case "$preset" in asan|tsan) ;; *) echo "unknown sanitizer preset: $preset" >&2; exit 2 ;; esac
 scripts/setup.sh
 cmake --preset "$preset" >/dev/null
-targets=(zkr_unit_tests zkr_integration_tests zkr_lock_holder zkr_timed_locker zkr_unowned_unlock zkr_curator_driver
+targets=(zkr_unit_tests zkr_integration_tests zkr_lock_holder zkr_timed_locker zkr_observed_holder zkr_unowned_unlock zkr_curator_driver
          zkr_chaos zkr_chaos_worker reentrant_lock catalog async_orders leader_service warehouse_transfer service_registry
          batch_job)
 [ "$preset" = asan ] && targets+=(zkr_planted_leak)
