@@ -245,6 +245,10 @@ struct worker {
     bool counter_checked = false;  // it said "counter ok": no increment applied twice or missing
     bool latch_checked = false;    // it said "latch ok": every round's count exact, each released
     bool metrics_checked = false;  // it said "metrics ok": its observer counted every hold, once
+    // The figures of its metrics line ("expired=N server=N given_up=N ..."): each session its
+    // state listener saw lost counted once as an expiry, by cause.
+    std::map<std::string, long> metrics_figures;
+    int expiring_faults = 0;  // faults past the session timeout it suffered (frozen, partitioned)
     std::vector<std::string> errors;  // "error ..." lines: exceptions and broken promises it saw
     // Its double-barrier lines: (kind "enter" / "in" / "out", slot) -> monotonic ns.
     std::map<std::pair<std::string, long long>, long long> barrier;
@@ -354,6 +358,13 @@ int main(int argc, char** argv) {
                     (line->rfind("counter ok", 0) == 0  ? raw->counter_checked
                      : line->rfind("latch ok", 0) == 0 ? raw->latch_checked
                                                         : raw->metrics_checked) = true;
+                    if (line->rfind("metrics ok", 0) == 0) {
+                        std::istringstream in(line->substr(10));
+                        for (std::string field; in >> field;) {
+                            auto eq = field.find('=');
+                            if (eq != std::string::npos) raw->metrics_figures[field.substr(0, eq)] = std::stol(field.substr(eq + 1));
+                        }
+                    }
                     std::fprintf(stderr, "worker %d: %s\n", raw->id, line->c_str());
                 }
                 else {
@@ -425,11 +436,14 @@ int main(int argc, char** argv) {
                 if (kill(w->process->pid(), SIGCONT) != 0) throw std::runtime_error("SIGCONT failed");
                 std::lock_guard lock(w->mutex);
                 w->frozen.emplace_back(from, now_ns());
+                ++w->expiring_faults;
             } else if (kind == "holder partitioned > T") {
                 worker* w = live_worker(the_fence.some_holder(victims), false);
                 for (auto& p : w->proxies) p->partition(true);
                 std::this_thread::sleep_for(T + std::chrono::milliseconds(pick(1000, 3000)));
                 for (auto& p : w->proxies) p->partition(false);
+                std::lock_guard lock(w->mutex);
+                ++w->expiring_faults;
             } else if (kind == "holder killed") {
                 worker* w = live_worker(the_fence.some_holder(victims), true);
                 w->killed = true;
@@ -515,6 +529,19 @@ int main(int argc, char** argv) {
             ++check_errors;
             std::fprintf(stderr, "worker %d made no metrics check\n", w->id);
         }
+    }
+
+    // Session expiries, as the workers' observers counted them: each worker's metrics check
+    // matched them against the sessions its own state listener saw lost ("metrics ok" only then).
+    // Reported beside the faults past the session timeout that hit those workers (each one
+    // expires a session it finds live; other faults may expire more).
+    long expiries = 0, expiries_server = 0, expiries_given_up = 0, expiring_faults = 0;
+    for (auto& w : workers) {
+        if (w->killed || !w->metrics_checked) continue;
+        expiries += w->metrics_figures["expired"];
+        expiries_server += w->metrics_figures["server"];
+        expiries_given_up += w->metrics_figures["given_up"];
+        expiring_faults += w->expiring_faults;
     }
 
     // The double barrier: nobody in before every member had entered. A round some worker passed
@@ -692,6 +719,9 @@ int main(int argc, char** argv) {
            << " incarnation(s) of its path); a round passed twice by a worker, or after a newer one: " << reusable_repeated
            << "; rounds passed by more workers than members: " << reusable_crowded << "\n";
     report << "- barrier gates some worker passed: " << gates_passed << "; passes before the gate was opened: " << gates_early << "\n";
+    report << "- session expiries the finishing workers' observers counted, each a session their state listeners saw lost: "
+           << expiries << " (the server said so first: " << expiries_server << "; given up first: " << expiries_given_up
+           << "), for " << expiring_faults << " faults past the session timeout that hit them\n";
     report << "- errors the workers saw (exceptions from zkr, state() held past valid_until()): " << worker_errors << "\n";
     report << "- faults that could not be injected: " << injection_failures << "\n";
     report << "- checks that could not be made: " << check_errors << "\n";

@@ -10,7 +10,8 @@
 // against the increments it was told were applied ("counter ok", or an error line: one applied
 // twice, or one reported applied and missing), and its zkr::metrics (the client's observer)
 // against the holds it made ("metrics ok": every hold counted once as acquired and once as
-// ended, nothing left held or waiting, no event dropped). And one thread meets the other workers at
+// ended, nothing left held or waiting, no event dropped) and the sessions its state listener saw
+// lost (each counted once as an expiry, "expired=N server=N given_up=N"). And one thread meets the other workers at
 // a double barrier every 5 s (barrier_rounds: "barrier enter/in/out" lines the driver checks), a
 // reusable one on one path every 5 s (reusable_rounds: "rbarrier in CZXID ROUND" lines), a
 // barrier every 5 s (gate_rounds: "barrier gate-open/gate-passed" lines), and
@@ -553,11 +554,25 @@ void draw_ids(zkr::client& c, std::atomic<bool>& stop) {
     flush();
 }
 
-// Once every thread is done: the metrics say what the threads did, through every fault.
-void check_metrics(zkr::client& c, const zkr::metrics& metrics, long holds) {
+// Once every thread is done: the metrics say what the threads did, through every fault, and
+// count one session expiry for each session the client's own state listener saw lost (there is
+// no authentication here, the one loss that is not an expiry), whether the server said so first
+// or the client gave the session up first.
+void check_metrics(zkr::client& c, const zkr::metrics& metrics, long holds, const std::atomic<long>& sessions_lost) {
     if (!c.flush_observer(std::chrono::seconds(10))) {
         say("error metrics: the observer did not catch up within 10 s");
         return;
+    }
+    // The listener runs on the handler thread, the observer on its own: a loss just before the
+    // end may reach one first. Waited for, 5 s at most.
+    auto agreed = [&] {
+        auto s = metrics.snapshot();
+        return s.value("zkr_session_expirations_total") == static_cast<double>(sessions_lost.load()) &&
+               s.value("zkr_connection_state_changes_total", {{"state", "lost"}}) == static_cast<double>(sessions_lost.load());
+    };
+    for (auto until = clock_type::now() + 5s; !agreed() && clock_type::now() < until;) {
+        std::this_thread::sleep_for(10ms);
+        c.flush_observer(std::chrono::seconds(1));
     }
     auto s = metrics.snapshot();
     auto acquired = s.value("zkr_lock_acquire_seconds_count", {{"outcome", "acquired"}});
@@ -565,11 +580,23 @@ void check_metrics(zkr::client& c, const zkr::metrics& metrics, long holds) {
     auto held = s.value("zkr_lock_held"), waiting = s.value("zkr_lock_waiters");
     auto dropped = s.value("zkr_observer_events_dropped_total");
     auto lost = s.value("zkr_lock_lost_total");
+    auto expired = s.value("zkr_session_expirations_total");
+    auto expired_server = s.value("zkr_session_expirations_total", {{"cause", "server"}});
+    auto expired_given_up = s.value("zkr_session_expirations_total", {{"cause", "given_up"}});
+    auto sessions_lost_counted = s.value("zkr_connection_state_changes_total", {{"state", "lost"}});
+    long seen = sessions_lost.load();
     std::string figures = "acquired=" + std::to_string(static_cast<long>(acquired)) + " holds=" + std::to_string(holds) +
                           " ended=" + std::to_string(static_cast<long>(ended)) + " lost=" + std::to_string(static_cast<long>(lost)) +
                           " held=" + std::to_string(static_cast<long>(held)) + " waiting=" + std::to_string(static_cast<long>(waiting)) +
-                          " dropped=" + std::to_string(static_cast<long>(dropped));
-    bool ok = acquired == static_cast<double>(holds) && ended == acquired && held == 0 && waiting == 0 && dropped == 0;
+                          " dropped=" + std::to_string(static_cast<long>(dropped)) +
+                          " expired=" + std::to_string(static_cast<long>(expired)) +
+                          " server=" + std::to_string(static_cast<long>(expired_server)) +
+                          " given_up=" + std::to_string(static_cast<long>(expired_given_up)) +
+                          " sessions_lost=" + std::to_string(static_cast<long>(sessions_lost_counted)) +
+                          " sessions_lost_seen=" + std::to_string(seen);
+    bool ok = acquired == static_cast<double>(holds) && ended == acquired && held == 0 && waiting == 0 && dropped == 0 &&
+              expired == static_cast<double>(seen) && sessions_lost_counted == static_cast<double>(seen) &&
+              expired_server + expired_given_up == expired;
     say(ok ? "metrics ok " + figures : "error metrics " + figures);
 }
 
@@ -593,6 +620,11 @@ int main(int argc, char** argv) {
     auto metrics = std::make_shared<zkr::metrics>();
     o.observer = metrics;
     zkr::client c(o);
+    // What the client tells its users of its sessions: each one lost, against the metrics' expiries.
+    std::atomic<long> sessions_lost{0};
+    auto lost_listener = c.on_state_change([&](zkr::connection_state s) {
+        if (s == zkr::connection_state::lost) ++sessions_lost;
+    });
     c.wait_connected(std::chrono::seconds(30));
     zkr::mutex m(c, "/chaos/m");
     zkr::shared_mutex rw(c, "/chaos/rw");
@@ -647,7 +679,7 @@ int main(int argc, char** argv) {
     check_counter(c, counter_path, counted);
     if (latches.wrong == 0)
         say("latch ok rounds=" + std::to_string(latches.rounds.load()) + " in_doubt=" + std::to_string(latches.in_doubt.load()));
-    check_metrics(c, *metrics, t.holds);
+    check_metrics(c, *metrics, t.holds, sessions_lost);
     say("stats holds=" + std::to_string(t.holds) + " writes=" + std::to_string(t.writes) +
         " refused=" + std::to_string(t.refused) + " probes=" + std::to_string(t.probes) +
         " errors=" + std::to_string(t.errors) + " barrier_in=" + std::to_string(barrier_passes.load()));
