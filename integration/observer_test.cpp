@@ -10,6 +10,7 @@
 #include "zkr/log.hpp"
 #include "zkr/metrics.hpp"
 #include "zkr/mutex.hpp"
+#include "zkr/path.hpp"
 #include "zkr/semaphore.hpp"
 #include "zkr/shared_mutex.hpp"
 #include "zkr/testkit.hpp"
@@ -422,6 +423,9 @@ TEST_CASE("observer: a request whose reply is lost counts one retry and one succ
     std::string connect = test_connect_string(), path = unique_path("observer-retry");
     zkr::testkit::proxy proxy(first_server(connect));
     zkr::client c(observed(test_options(proxy.address(), 10000ms), metrics));
+    // Its parent made first: on a fresh server /zkr-test may not be there yet, or be another
+    // test's empty container that the server reaps.
+    c.create_parents(zkr::parent_path(path));
     c.create(path, "a", zkr::create_mode::persistent);
     proxy.lose_next_reply({zkr::test::zk_op::set_data});
     c.set_data(path, "b");  // applied, its reply lost: resent on the same session (idempotent)
