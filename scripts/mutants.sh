@@ -129,6 +129,12 @@ dbarrier-rejoin-passes-on-version~recipes/barrier/double_barrier_fsm.cpp~       
 dbarrier-close-in-doubt-fails~recipes/barrier/double_barrier_fsm.cpp~        if (blocking::in_doubt(r.error)) return list_again();~~unit:reusable double barrier machine*
 dbarrier-empty-round-kept~recipes/barrier/double_barrier_fsm.cpp~            if (made_round_ && children.empty()) {~            if (false) {~unit:reusable double barrier machine*
 countdown-fsm-closed-as-unsent~recipes/barrier/count_down_fsm.cpp~    if (blocking::in_doubt(r.error) || r.error == errc::client_closed) {~    if (blocking::in_doubt(r.error)) {~unit:count-down machine*
+in-doubt-drops-connection-loss~src/error.cpp~        case errc::connection_loss:    // its reply lost with the connection: applied~        case errc::nothing:~integration:in doubt: a write whose reply was lost*
+in-doubt-drops-operation-timeout~src/error.cpp~        case errc::operation_timeout:  // the connection timed out with it unanswered: applied~        case errc::nothing:~integration:in doubt: a write unanswered when*
+in-doubt-drops-session-expired~src/error.cpp~        case errc::session_expired:    // refused on the next session after a try whose reply was lost: applied~        case errc::nothing:~integration:in doubt: a write bound to its session*
+in-doubt-drops-client-closed~src/error.cpp~        case errc::client_closed:      // in flight when the client closed: applied~        case errc::nothing:~integration:in doubt: a write in flight when its client closed*
+in-doubt-counts-throttled~src/error.cpp~        case errc::session_moved:      // not made by a test~        case errc::throttled_op:\n        case errc::session_moved:      // not made by a test~unit:[in_doubt]
+final-failure-forgets-doubt~src/requests.hpp~    if (doubt && !may_have_been_applied(last) && is_retryable(last)) return doubt;~    (void)doubt;~unit:[in_doubt]
 EOF
 )
 

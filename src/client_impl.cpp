@@ -444,9 +444,10 @@ std::size_t client_impl::answer_lost(std::uint64_t generation) {
 
 void client_impl::on_failure(request* r, int rc) {
     error_code ec = map_rc(rc);
+    if (may_have_been_applied(ec) && !r->doubt) r->doubt = ec;
     bool retry = r->retry_allowed && !closed_ &&
                  (is_retryable(ec) || (ec == errc::session_expired && r->only_on_session == 0));
-    if (!retry) return r->fail(ec);
+    if (!retry) return r->fail(final_failure(ec, r->doubt));
     // Handlers posted to our threads hold the client weakly: one never run (posted as a thread
     // ends) must not keep the client, and with it that thread's io_context, alive for ever.
     asio::post(rt_->session, [weak = weak_from_this(), r, ec] {
@@ -459,7 +460,7 @@ void client_impl::schedule_retry(request* r, error_code ec) {
     if (closed_) return r->fail(make_error_code(errc::client_closed));
     auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - r->started);
     auto sleep = options_.retry_policy->next_sleep(retry::attempt{r->retries, elapsed, ec});
-    if (!sleep) return r->fail(ec);
+    if (!sleep) return r->fail(final_failure(ec, r->doubt));
     ++r->retries;
     if (r->observe_id != 0)
         observer_events_->retry({r->observe_id, r->observed_operation(), r->observed_path()}, ec, r->retries,

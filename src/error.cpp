@@ -104,6 +104,24 @@ bool is_retryable(const error_code& ec) noexcept {
     }
 }
 
+bool may_have_been_applied(const error_code& ec) noexcept {
+    // Each decided by a write against a real server (integration/in_doubt_test.cpp) but where said.
+    if (ec.category() != zkr_category()) return false;
+    switch (static_cast<errc>(ec.value())) {
+        case errc::connection_loss:    // its reply lost with the connection: applied
+        case errc::operation_timeout:  // the connection timed out with it unanswered: applied
+        case errc::session_expired:    // refused on the next session after a try whose reply was lost: applied
+        case errc::client_closed:      // in flight when the client closed: applied
+        case errc::invalid_state:      // as session_expired (the C client's word for an expired handle)
+        case errc::closing:            // as client_closed (the C client's word for a closing handle)
+        case errc::session_moved:      // not made by a test (a session moving between servers with a request
+                                       // on the old connection): taken as in doubt, which costs a read at most
+            return true;
+        default:
+            return false;
+    }
+}
+
 bool is_session_lost(const error_code& ec) noexcept {
     if (ec.category() != zkr_category()) return false;
     switch (static_cast<errc>(ec.value())) {

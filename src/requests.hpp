@@ -27,6 +27,15 @@ zkr::stat to_stat(const Stat& s) noexcept;
 
 /// A request, resent under the retry policy when that is safe. It deletes itself once its
 /// result is delivered.
+/// What a request that failed for good completes with: `last`, its last attempt's error, unless
+/// that is a refusal the retry policy retries (throttled_op: the server did not apply that attempt)
+/// while an earlier attempt was in doubt (`doubt`: may_have_been_applied) — then that one, so
+/// the caller still learns the write may have been applied.
+inline error_code final_failure(error_code last, error_code doubt) noexcept {
+    if (doubt && !may_have_been_applied(last) && is_retryable(last)) return doubt;
+    return last;
+}
+
 class request {
 public:
     request(client_impl& c, bool retry_allowed) : client(c), retry_allowed(retry_allowed) {}
@@ -58,6 +67,9 @@ public:
     // session fails it with session_expired, and that answer is final, never retried.
     std::int64_t only_on_session = 0;
     std::uint64_t observe_id = 0;  // nonzero once an observer was told it started
+    // The first attempt's error that left the request in doubt (may_have_been_applied): a later
+    // attempt's refusal does not make it less so (final_failure).
+    error_code doubt{};
 
 protected:
     /// Every reply passes here first: the request leaves the list of those in flight, and an

@@ -97,6 +97,17 @@ inline error_code make_zk_error_code(int rc) noexcept { return rc == 0 ? error_c
 /// session moved, throttled.
 ZKR_EXPORT bool is_retryable(const error_code& ec) noexcept;
 
+/// A failed write may or may not have been applied: the request was (or may have been) sent,
+/// and its answer never came — connection loss, operation timeout (the connection timed out
+/// with it unanswered), session expired or moved, invalid state, the handle closing, the client
+/// closed. Doing it again blindly may apply it twice: read first (zkr's recipes do, or say
+/// errc::outcome_unknown). Every other error is the server's answer, or a refusal before
+/// sending: the write was not applied. Among them throttled_op: the server refused it unapplied
+/// (tested against a real server); when an earlier attempt of the same request was in doubt,
+/// zkr reports that attempt's error instead, so this answer never hides one. The one rule of
+/// every recipe of zkr's (recipes/README.md).
+ZKR_EXPORT bool may_have_been_applied(const error_code& ec) noexcept;
+
 /// The session is gone — expired (session_expired, invalid_state, closing), authentication
 /// failed, the client was closed (client_closed), or the lock's session was lost (lock_lost):
 /// every ephemeral node and watch of it is gone too, and with them any lock it held.

@@ -1,7 +1,7 @@
 #include "atomic_fsm.hpp"
 
 #include "toolkit/big_endian.hpp"
-#include "toolkit/blocking.hpp"
+#include "zkr/error.hpp"
 #include "zkr/path.hpp"
 
 #include <limits>
@@ -239,7 +239,7 @@ atomic_fsm::action atomic_fsm::on_write(const counter_reply& r, const counter_se
     memory_.cache.reset();
     std::vector<std::string> deletes;
     if (!memory_.writer.empty()) deletes.push_back(std::exchange(memory_.writer, std::string()));
-    if (blocking::in_doubt(r.error) || r.error == errc::client_closed)  // given up on (retry policy, close): may have been applied
+    if (may_have_been_applied(r.error))  // given up on (retry policy, close): may have been applied
         return fail(make_error_code(errc::outcome_unknown),
                     "changing " + quoted_path(path_) +
                         (r.error == errc::client_closed ? std::string(" (the client closed before its answer)")

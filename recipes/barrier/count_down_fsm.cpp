@@ -1,7 +1,7 @@
 #include "count_down_fsm.hpp"
 
 #include "toolkit/big_endian.hpp"
-#include "toolkit/blocking.hpp"
+#include "zkr/error.hpp"
 #include "zkr/path.hpp"
 
 namespace zkr::detail {
@@ -109,7 +109,7 @@ count_down_fsm::action count_down_fsm::on_write(const counter_reply& r) {
     what += quoted_path(path_);
     // Given up on (the retry policy, or the client closing while it was sent or to be resent):
     // it may have been applied.
-    if (blocking::in_doubt(r.error) || r.error == errc::client_closed) {
+    if (may_have_been_applied(r.error)) {
         what += r.error == errc::client_closed ? " (the client closed before its answer: " : " (the retry policy gave up resending it after: ";
         what += r.error.message();
         what += "; " + quoted_path(key_) + " says whether it was applied)";

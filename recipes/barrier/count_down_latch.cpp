@@ -160,7 +160,7 @@ bool count_down_latch::try_set_count(std::int64_t count) {
             return mine.exists;
         }
         if (ec == errc::no_node && failed_op(results) == 0 && tries < 2) continue;  // a container parent reaped meanwhile
-        if (b::in_doubt(ec))
+        if (may_have_been_applied(ec))
             throw zkr::system_error(make_error_code(errc::outcome_unknown),
                                     "zkr::count_down_latch::try_set_count " + quoted_path(path_) +
                                         " (the retry policy gave up resending it after: " + ec.message() + "; " + quoted_path(key) +

@@ -7,7 +7,8 @@
 namespace zkr::detail {
 namespace {
 
-bool outcome_unknown(error_code ec) { return is_retryable(ec) || ec == errc::session_expired; }
+// May the request have been applied? The one rule (zkr::may_have_been_applied).
+bool outcome_unknown(error_code ec) { return may_have_been_applied(ec); }
 bool session_gone(error_code ec) { return is_session_lost(ec) && ec != errc::client_closed; }
 
 }  // namespace

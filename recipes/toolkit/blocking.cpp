@@ -60,9 +60,6 @@ void create_containers(session_port& port, const std::string& path, error_code& 
 
 std::string member_uuid() { return random_uuid(); }
 
-bool in_doubt(error_code ec) {
-    return ec == errc::connection_loss || ec == errc::operation_timeout || ec == errc::session_expired ||
-           ec == errc::session_moved || ec == errc::closing;
-}
+bool in_doubt(error_code ec) { return may_have_been_applied(ec); }
 
 }  // namespace zkr::detail::blocking

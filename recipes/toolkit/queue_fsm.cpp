@@ -9,7 +9,8 @@ namespace zkr::detail {
 namespace {
 
 // The request may or may not have been applied; only a fresh look tells.
-bool outcome_unknown(error_code ec) { return is_retryable(ec) || ec == errc::session_expired; }
+// May the request have been applied? The one rule (zkr::may_have_been_applied).
+bool outcome_unknown(error_code ec) { return may_have_been_applied(ec); }
 
 // The session our node was made on is gone, and the node with it.
 bool session_gone(error_code ec) { return is_session_lost(ec) && ec != errc::client_closed; }

@@ -1,3 +1,4 @@
+#include "requests.hpp"
 #include "zkr/error.hpp"
 
 #include <boost/asio/error.hpp>
@@ -89,4 +90,39 @@ TEST_CASE("a thrown zkr::system_error carries the code and the context", "[error
         CHECK(e.code() == zkr::errc::not_owner);
         CHECK(std::string(e.what()).find("/x") != std::string::npos);
     }
+}
+
+TEST_CASE("may_have_been_applied: the one in-doubt rule, code by code", "[error][in_doubt]") {
+    using zkr::errc;
+    // The request was (or may have been) sent and its answer never came.
+    for (auto e : {errc::connection_loss, errc::operation_timeout, errc::session_expired, errc::session_moved,
+                   errc::invalid_state, errc::closing, errc::client_closed}) {
+        INFO(zkr::make_error_code(e).message());
+        CHECK(zkr::may_have_been_applied(zkr::make_error_code(e)));
+    }
+    // The server's answer, a refusal unapplied, or zkr's refusal before sending.
+    for (auto e : {errc::throttled_op, errc::no_node, errc::node_exists, errc::bad_version, errc::not_empty, errc::no_auth,
+                   errc::bad_arguments, errc::invalid_path, errc::timed_out, errc::cancelled, errc::too_many_watches,
+                   errc::unimplemented, errc::no_children_for_ephemerals, errc::outcome_unknown}) {
+        INFO(zkr::make_error_code(e).message());
+        CHECK_FALSE(zkr::may_have_been_applied(zkr::make_error_code(e)));
+    }
+    CHECK_FALSE(zkr::may_have_been_applied({}));
+    CHECK_FALSE(zkr::may_have_been_applied(boost::asio::error::operation_aborted));
+}
+
+TEST_CASE("a request failed for good keeps the doubt of an earlier attempt", "[error][in_doubt]") {
+    using zkr::detail::final_failure;
+    auto ec = [](zkr::errc e) { return zkr::make_error_code(e); };
+    // Lost with the connection (maybe applied), then refused by a throttled server until the retry
+    // policy gave up: the caller must still hear that it may have been applied.
+    CHECK(final_failure(ec(zkr::errc::throttled_op), ec(zkr::errc::connection_loss)) == zkr::errc::connection_loss);
+    CHECK(final_failure(ec(zkr::errc::throttled_op), ec(zkr::errc::operation_timeout)) == zkr::errc::operation_timeout);
+    // Nothing in doubt before: the refusal stands (not applied).
+    CHECK(final_failure(ec(zkr::errc::throttled_op), {}) == zkr::errc::throttled_op);
+    // A last attempt in doubt itself, or an answer that settles it (the recipes read it: a
+    // bad_version after a lost write is theirs to settle): as it is.
+    CHECK(final_failure(ec(zkr::errc::session_expired), ec(zkr::errc::connection_loss)) == zkr::errc::session_expired);
+    CHECK(final_failure(ec(zkr::errc::bad_version), ec(zkr::errc::connection_loss)) == zkr::errc::bad_version);
+    CHECK(final_failure(ec(zkr::errc::node_exists), ec(zkr::errc::connection_loss)) == zkr::errc::node_exists);
 }
