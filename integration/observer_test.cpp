@@ -4,7 +4,10 @@
 #include "support/child_process.hpp"
 #include "support/servers.hpp"
 #include "support/session_tools.hpp"
+#include "zkr/atomic.hpp"
+#include "zkr/barrier.hpp"
 #include "zkr/client.hpp"
+#include "zkr/count_down_latch.hpp"
 #include "zkr/leader_latch.hpp"
 #include "zkr/leader_selector.hpp"
 #include "zkr/log.hpp"
@@ -16,6 +19,10 @@
 #include "zkr/testkit.hpp"
 
 #include <catch2/catch.hpp>
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/use_future.hpp>
 
 #include <condition_variable>
 #include <csignal>
@@ -593,4 +600,52 @@ TEST_CASE("observer: a hook that blocks stalls no lock, no request and no close,
     c.close();
     CHECK(std::chrono::steady_clock::now() - started < 20s);
     blocker->let_go();
+}
+
+TEST_CASE("observer: barrier and count-down latch waits, count-downs and counter operations are timed by outcome",
+          "[observer]") {
+    auto metrics = std::make_shared<zkr::metrics>();
+    zkr::client c(observed(test_options(test_connect_string()), metrics));
+    auto op_count = [&](std::string_view recipe, std::string_view op, std::string_view outcome) {
+        return value(*metrics, "zkr_recipe_operation_seconds_count", {{"recipe", recipe}, {"operation", op}, {"outcome", outcome}});
+    };
+
+    // A barrier: a poll of a set barrier times out, a wait on a removed one is done, an async
+    // wait cancelled by its caller is cancelled.
+    zkr::barrier b(c, unique_path("observer-barrier"));
+    b.set();
+    CHECK_FALSE(b.wait(std::chrono::steady_clock::now()));
+    CHECK_FALSE(b.wait(50ms));
+    boost::asio::cancellation_signal stop;
+    auto cancelled = b.async_wait(boost::asio::bind_cancellation_slot(stop.slot(), boost::asio::use_future));
+    stop.emit(boost::asio::cancellation_type::terminal);
+    CHECK_THROWS(cancelled.get());
+    b.remove();
+    CHECK(b.wait(10s));
+
+    // A count-down latch of 2: two count-downs (one async), then a wait that passes.
+    zkr::count_down_latch latch(c, unique_path("observer-latch"));
+    REQUIRE(latch.try_set_count(2));
+    latch.count_down();
+    latch.async_count_down(boost::asio::use_future).get();
+    CHECK(latch.wait(10s));
+
+    // A counter: three operations, one of them async.
+    zkr::atomic_long counter(c, unique_path("observer-counter"));
+    counter.get();
+    counter.add(5);
+    counter.async_increment(boost::asio::use_future).get();
+
+    REQUIRE(c.flush_observer(10s));
+    CHECK(op_count("barrier", "wait", "timed_out") == 2);
+    CHECK(op_count("barrier", "wait", "cancelled") == 1);
+    CHECK(op_count("barrier", "wait", "done") == 1);
+    CHECK(op_count("count_down_latch", "count_down", "done") == 2);
+    CHECK(op_count("count_down_latch", "wait", "done") == 1);
+    CHECK(op_count("counter", "change", "done") == 3);
+    CHECK(value(*metrics, "zkr_recipe_operation_seconds_count", {{"outcome", "failed"}}) == 0);
+    // No lock series for them: a barrier is not a lock.
+    CHECK(value(*metrics, "zkr_lock_acquire_seconds_count", {{"recipe", "barrier"}}) == 0);
+    CHECK(metrics->prometheus_text().find("zkr_recipe_operation_seconds_bucket{recipe=\"counter\",operation=\"change\",outcome=\"done\"") !=
+          std::string::npos);
 }

@@ -39,6 +39,28 @@ const char* to_string(recipe_kind r) noexcept {
         case recipe_kind::semaphore: return "semaphore";
         case recipe_kind::leader_latch: return "leader_latch";
         case recipe_kind::leader_selector: return "leader_selector";
+        case recipe_kind::barrier: return "barrier";
+        case recipe_kind::count_down_latch: return "count_down_latch";
+        case recipe_kind::counter: return "counter";
+    }
+    return "unknown";
+}
+
+const char* to_string(recipe_operation o) noexcept {
+    switch (o) {
+        case recipe_operation::wait: return "wait";
+        case recipe_operation::count_down: return "count_down";
+        case recipe_operation::change: return "change";
+    }
+    return "unknown";
+}
+
+const char* to_string(operation_outcome o) noexcept {
+    switch (o) {
+        case operation_outcome::done: return "done";
+        case operation_outcome::timed_out: return "timed_out";
+        case operation_outcome::cancelled: return "cancelled";
+        case operation_outcome::failed: return "failed";
     }
     return "unknown";
 }
@@ -72,7 +94,10 @@ const char* to_string(expiry_cause c) noexcept {
 namespace {
 
 constexpr std::size_t operations = 8;
-constexpr std::size_t recipes = 6;
+constexpr std::size_t recipes = 9;
+constexpr std::size_t lock_recipes = 4;        // mutex .. semaphore: the zkr_lock_* series
+constexpr std::size_t recipe_operations = 3;   // recipe_operation
+constexpr std::size_t operation_outcomes = 4;  // operation_outcome
 constexpr std::size_t outcomes = 4;
 constexpr std::size_t reasons = 2;
 constexpr std::size_t states = 6;
@@ -159,6 +184,20 @@ struct recipe_series {
     std::atomic<std::int64_t> queue_depth{-1};  // -1 until read
     std::array<std::atomic<std::uint64_t>, reasons> lost{};
     std::array<std::atomic<std::uint64_t>, 2> leader_changes{};  // gained, lost
+    // zkr_recipe_operation_seconds, made on the first operation (locks never have one).
+    using operation_table = std::array<std::array<histogram, operation_outcomes>, recipe_operations>;
+    std::atomic<operation_table*> operations_seen{nullptr};
+    operation_table& operations() {
+        if (auto* t = operations_seen.load(std::memory_order_acquire)) return *t;
+        auto made = std::make_unique<operation_table>();
+        operation_table* expected = nullptr;
+        if (operations_seen.compare_exchange_strong(expected, made.get(), std::memory_order_acq_rel)) return *made.release();
+        return *expected;  // another thread made it first
+    }
+    recipe_series() = default;
+    recipe_series(const recipe_series&) = delete;
+    recipe_series& operator=(const recipe_series&) = delete;
+    ~recipe_series() { delete operations_seen.load(); }
 };
 
 using labels = std::vector<std::pair<std::string, std::string>>;
@@ -208,6 +247,9 @@ const std::vector<metric_family> all_families{
     {"zkr_lock_lost_total", "counter", "Holds lost before their release, by recipe and reason (session, node_deleted)."},
     {"zkr_leader", "gauge", "Leader latches and selectors of this process that lead now."},
     {"zkr_leader_changes_total", "counter", "Leadership gained or lost, by recipe."},
+    {"zkr_recipe_operation_seconds", "histogram",
+     "Operations of the recipes that are not locks (barrier and count-down latch waits, count-downs, counter "
+     "operations), by recipe, operation and outcome."},
     {"zkr_observer_events_dropped_total", "counter", "Events dropped because an observer was too slow (its queue was full)."},
 };
 
@@ -310,6 +352,10 @@ void metrics::on_leadership(const recipe_info& r, bool leader) {
 void metrics::on_queue_depth(const recipe_info& r, std::size_t depth) {
     state_->series(r).queue_depth = static_cast<std::int64_t>(depth);
 }
+void metrics::on_operation(const recipe_info& r, recipe_operation op, operation_outcome outcome, std::chrono::nanoseconds d) {
+    auto& table = state_->series(r).operations();
+    table[static_cast<std::size_t>(op) % recipe_operations][static_cast<std::size_t>(outcome) % operation_outcomes].observe(seconds(d));
+}
 void metrics::on_events_dropped(std::uint64_t count) { state_->dropped += count; }
 
 metrics_snapshot metrics::snapshot() const {
@@ -360,7 +406,9 @@ metrics_snapshot metrics::snapshot() const {
     }
     auto is_lock = [](const labels& l) {
         auto r = l.front().second;
-        return r != std::string_view("leader_latch") && r != std::string_view("leader_selector");
+        for (std::size_t k = 0; k < lock_recipes; ++k)
+            if (r == to_string(static_cast<recipe_kind>(k))) return true;
+        return false;
     };
     for (const auto& [l, s] : series) {
         if (!is_lock(l)) continue;
@@ -385,13 +433,33 @@ metrics_snapshot metrics::snapshot() const {
             sample("zkr_lock_lost_total", with, static_cast<double>(s->lost[r].load()));
         }
     }
-    for (const auto& [l, s] : series) if (!is_lock(l)) sample("zkr_leader", l, static_cast<double>(s->leaders.load()));
+    auto is_leader = [](const labels& l) {
+        auto r = l.front().second;
+        return r == std::string_view("leader_latch") || r == std::string_view("leader_selector");
+    };
+    for (const auto& [l, s] : series) if (is_leader(l)) sample("zkr_leader", l, static_cast<double>(s->leaders.load()));
     for (const auto& [l, s] : series) {
-        if (is_lock(l)) continue;
+        if (!is_leader(l)) continue;
         for (int gained = 1; gained >= 0; --gained) {
             auto with = l;
             with.emplace_back("event", gained ? "gained" : "lost");
             sample("zkr_leader_changes_total", with, static_cast<double>(s->leader_changes[gained ? 0 : 1].load()));
+        }
+    }
+    // A recipe operation's series appears once it has happened (9 recipes x 3 operations x 4
+    // outcomes of zeros would say nothing).
+    for (const auto& [l, s] : series) {
+        const auto* table = s->operations_seen.load(std::memory_order_acquire);
+        if (!table) continue;
+        for (std::size_t op = 0; op < recipe_operations; ++op) {
+            for (std::size_t o = 0; o < operation_outcomes; ++o) {
+                const auto& h = (*table)[op][o];
+                if (h.count.load(std::memory_order_relaxed) == 0) continue;
+                auto with = l;
+                with.emplace_back("operation", to_string(static_cast<recipe_operation>(op)));
+                with.emplace_back("outcome", to_string(static_cast<operation_outcome>(o)));
+                hist("zkr_recipe_operation_seconds", with, h);
+            }
         }
     }
     sample("zkr_observer_events_dropped_total", {}, static_cast<double>(st.dropped.load()));

@@ -125,6 +125,16 @@ void observer_channel::acquire_finished(const recipe_info& r, acquire_outcome o,
     });
 }
 
+void observer_channel::operation(const recipe_info& r, recipe_operation op, operation_outcome outcome,
+                                 std::chrono::nanoseconds duration) {
+    push(kind::operation, r.path, [&](event& e) {
+        fill_recipe(e, r);
+        e.detail = static_cast<std::uint8_t>(outcome);
+        e.number = static_cast<std::int64_t>(op);
+        e.duration = duration;
+    });
+}
+
 void observer_channel::released(const recipe_info& r, std::chrono::nanoseconds held) {
     push(kind::released, r.path, [&](event& e) {
         fill_recipe(e, r);
@@ -213,7 +223,7 @@ void observer_channel::run() {
 void observer_channel::deliver(const event& e) {
     try {
         auto& o = *observer_;
-        request_info req{e.id, static_cast<operation>(e.sub), e.path};
+        request_info req{e.id, static_cast<zkr::operation>(e.sub), e.path};
         recipe_info rec{e.id, static_cast<recipe_kind>(e.sub), e.path,
                         e.k == kind::acquire_finished ? static_cast<std::size_t>(e.number) : 0};
         switch (e.k) {
@@ -228,6 +238,9 @@ void observer_channel::deliver(const event& e) {
             case kind::lost: o.on_lost(rec, static_cast<loss_reason>(e.detail), e.duration); break;
             case kind::leadership: o.on_leadership(rec, e.detail != 0); break;
             case kind::queue_depth: o.on_queue_depth(rec, static_cast<std::size_t>(e.number)); break;
+            case kind::operation:
+                o.on_operation(rec, static_cast<recipe_operation>(e.number), static_cast<operation_outcome>(e.detail), e.duration);
+                break;
         }
     } catch (const std::exception& ex) {
         if (!std::exchange(throw_reported_, true))

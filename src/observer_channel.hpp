@@ -56,6 +56,7 @@ public:
     void lost(const recipe_info& r, loss_reason why, std::chrono::nanoseconds held);
     void leadership(const recipe_info& r, bool leader);
     void queue_depth(const recipe_info& r, std::size_t depth);
+    void operation(const recipe_info& r, recipe_operation op, operation_outcome outcome, std::chrono::nanoseconds duration);
 
     /// Waits until every event queued before the call has been handed to the observer, or the
     /// timeout passed. False on timeout.
@@ -70,7 +71,7 @@ public:
 private:
     enum class kind : std::uint8_t {
         state, expired, request_started, retry, request_finished, acquire_started, acquire_finished, released, lost,
-        leadership, queue_depth,
+        leadership, queue_depth, operation,
     };
     struct event {
         kind k = kind::state;

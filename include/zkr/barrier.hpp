@@ -75,7 +75,7 @@ public:
     auto async_wait(CompletionToken&& token = {}) {
         return boost::asio::async_initiate<CompletionToken, void(error_code)>(
             detail::initiation{executor_, [port = port_, executor = executor_, path = path_](auto handler) {
-                                   detail::start_node_wait(port, executor, path, false, std::move(handler));
+                                   detail::start_node_wait(port, executor, path, false, recipe_kind::barrier, std::move(handler));
                                }},
             token);
     }

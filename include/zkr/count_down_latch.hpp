@@ -100,7 +100,7 @@ public:
     auto async_wait(CompletionToken&& token = {}) {
         return boost::asio::async_initiate<CompletionToken, void(error_code)>(
             detail::initiation{executor_, [port = port_, executor = executor_, path = released_](auto handler) {
-                                   detail::start_node_wait(port, executor, path, true, std::move(handler));
+                                   detail::start_node_wait(port, executor, path, true, recipe_kind::count_down_latch, std::move(handler));
                                }},
             token);
     }

@@ -89,6 +89,8 @@ public:
     void on_lost(const recipe_info& recipe, loss_reason reason, std::chrono::nanoseconds held) override;
     void on_leadership(const recipe_info& recipe, bool leader) override;
     void on_queue_depth(const recipe_info& recipe, std::size_t depth) override;
+    void on_operation(const recipe_info& recipe, recipe_operation operation, operation_outcome outcome,
+                      std::chrono::nanoseconds duration) override;
     void on_events_dropped(std::uint64_t count) override;
     /// \endcond
 

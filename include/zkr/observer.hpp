@@ -37,9 +37,12 @@ enum class recipe_kind : std::uint8_t {
     semaphore,        ///< zkr::semaphore: one acquisition, of one or more leases
     leader_latch,     ///< zkr::leader_latch
     leader_selector,  ///< zkr::leader_selector
+    barrier,           ///< zkr::barrier (its waits)
+    count_down_latch,  ///< zkr::count_down_latch (its count-downs and waits)
+    counter,           ///< zkr::atomic_long, zkr::atomic_int (their reads and changes)
 };
 /// The recipe's name ("mutex", "read_lock", "write_lock", "semaphore", "leader_latch",
-/// "leader_selector").
+/// "leader_selector", "barrier", "count_down_latch", "counter").
 ZKR_EXPORT const char* to_string(recipe_kind r) noexcept;
 
 /// How an acquisition (a lock, a semaphore's leases) ended.
@@ -51,6 +54,25 @@ enum class acquire_outcome : std::uint8_t {
 };
 /// The outcome's name ("acquired", "timed_out", "cancelled", "failed").
 ZKR_EXPORT const char* to_string(acquire_outcome o) noexcept;
+
+/// What a recipe that is not a lock did (observer::on_operation()).
+enum class recipe_operation : std::uint8_t {
+    wait,        ///< a barrier's or a count-down latch's wait (blocking or async)
+    count_down,  ///< a count-down latch's count_down (blocking or async)
+    change,      ///< a counter's operation (get, add, set, compare-and-set, ...), from when it was queued
+};
+/// The operation's name ("wait", "count_down", "change").
+ZKR_EXPORT const char* to_string(recipe_operation o) noexcept;
+
+/// How a recipe operation ended.
+enum class operation_outcome : std::uint8_t {
+    done,       ///< it did what it was asked (passed, applied, stood; a compare-and-set that lost is done too)
+    timed_out,  ///< its deadline passed first
+    cancelled,  ///< cancelled by its caller (per-operation cancellation, close())
+    failed,     ///< an error ended it (errc::outcome_unknown among them)
+};
+/// The outcome's name ("done", "timed_out", "cancelled", "failed").
+ZKR_EXPORT const char* to_string(operation_outcome o) noexcept;
 
 /// Why a hold (a lock hold, a lease) stopped standing before its release.
 enum class loss_reason : std::uint8_t {
@@ -177,6 +199,13 @@ public:
     virtual void on_leadership(const recipe_info& recipe, bool leader) { (void)recipe, (void)leader; }
     /// A lock's queue was read (participants()): `depth` nodes, holders included.
     virtual void on_queue_depth(const recipe_info& recipe, std::size_t depth) { (void)recipe, (void)depth; }
+    /// A recipe that is not a lock ended an operation (a barrier's or a count-down latch's wait,
+    /// a count-down, a counter's operation) after `duration`. `recipe.holds` is 0; `recipe.id` is
+    /// the operation's own. (The double barrier, the caches and the nodes do not report yet.)
+    virtual void on_operation(const recipe_info& recipe, recipe_operation operation, operation_outcome outcome,
+                              std::chrono::nanoseconds duration) {
+        (void)recipe, (void)operation, (void)outcome, (void)duration;
+    }
 
     /// `count` events were dropped because the queue to this observer was full.
     virtual void on_events_dropped(std::uint64_t count) { (void)count; }

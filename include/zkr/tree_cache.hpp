@@ -61,7 +61,7 @@ struct tree_cache_options {
     std::optional<boost::asio::any_io_executor> executor{};
 };
 
-/// \deprecated Use tree_cache_options (every recipe's options are <recipe>_options): kept for 0.2 only.
+/// \deprecated Use tree_cache_options (every recipe names its options type after itself, as tree_cache_options): kept for 0.2 only.
 using cache_options [[deprecated("use zkr::tree_cache_options")]] = tree_cache_options;
 
 namespace detail {

@@ -4,6 +4,7 @@
 #include "lock/lock_engine.hpp"
 #include "toolkit/blocking.hpp"
 #include "toolkit/cleanup.hpp"
+#include "toolkit/observed_operation.hpp"
 #include "toolkit/owner_data.hpp"
 #include "toolkit/recipe_path.hpp"
 #include "zkr/detail/lock_ops.hpp"
@@ -88,8 +89,8 @@ struct counter_queues {
 
 // One operation: its machine, the requests it asks for, and the promoted lock while held.
 struct atomic_engine::operation : std::enable_shared_from_this<operation> {
-    operation(std::shared_ptr<atomic_engine> e, counter_change c, answer_fn a)
-        : engine(std::move(e)), change(c), answer(std::move(a)) {}
+    operation(std::shared_ptr<atomic_engine> e, counter_change c, answer_fn a, observed_operation o)
+        : engine(std::move(e)), change(c), answer(std::move(a)), observed(std::move(o)) {}
 
     void start() {
         auto port = engine->port_.lock();
@@ -198,6 +199,7 @@ struct atomic_engine::operation : std::enable_shared_from_this<operation> {
     std::shared_ptr<atomic_engine> engine;
     counter_change change;
     answer_fn answer;
+    observed_operation observed;
     std::mutex mutex;  // the machine and `held`; never held while sending
     std::optional<atomic_fsm> machine;
     std::shared_ptr<lock_engine> locks;
@@ -247,7 +249,10 @@ std::int64_t atomic_engine::wrap(std::int64_t v) const noexcept {
 }
 
 void atomic_engine::run(counter_change change, answer_fn answer) {
-    auto op = std::make_shared<operation>(shared_from_this(), change, std::move(answer));
+    // Observed from when it is queued: the wait behind this client's other operations is its cost too.
+    observed_operation observed;
+    if (auto port = port_.lock()) observed = observed_operation(*port, recipe_kind::counter, path_, recipe_operation::change);
+    auto op = std::make_shared<operation>(shared_from_this(), change, std::move(answer), std::move(observed));
     queue_->submit([op] { op->start(); });
 }
 
@@ -264,6 +269,7 @@ void atomic_engine::finish(const std::shared_ptr<operation>& op, error_code ec, 
     }
     // The promoted lock is released before the caller hears (its delete is sent first).
     if (held) release_hold(op->locks, held);
+    op->observed.finish(ec);
     op->answer(ec, what, result);
     queue_->next();
 }

@@ -57,7 +57,7 @@ bool barrier::wait(std::chrono::steady_clock::time_point deadline) {
     error_code ec;
     // Down once the server says the node is gone: its deletion event, with no second read (the
     // release costs the delete's round trip alone), or a read.
-    bool down = detail::wait_node(*held, path_, false, deadline, ec);
+    bool down = detail::wait_node(*held, path_, false, deadline, recipe_kind::barrier, path_, ec);
     if (ec) throw zkr::system_error(ec, "zkr::barrier::wait " + quoted_path(path_));
     return down;
 }

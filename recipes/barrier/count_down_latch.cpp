@@ -10,6 +10,7 @@
 #include "toolkit/big_endian.hpp"
 #include "toolkit/blocking.hpp"
 #include "toolkit/node_wait.hpp"
+#include "toolkit/observed_operation.hpp"
 #include "toolkit/recipe_path.hpp"
 #include "zkr/path.hpp"
 
@@ -25,8 +26,10 @@ namespace {
 // few; here no thread may be held, and a writer that paused would fall behind one that won).
 class count_down_call : public std::enable_shared_from_this<count_down_call> {
 public:
-    count_down_call(std::weak_ptr<session_port> port, const std::string& path, std::shared_ptr<completion<>> done)
-        : port_(std::move(port)), machine_(path, join_path(path, "cd-" + blocking::member_uuid())), done_(std::move(done)) {}
+    count_down_call(std::weak_ptr<session_port> port, const std::string& path, observed_operation observed,
+                    std::shared_ptr<completion<>> done)
+        : port_(std::move(port)), machine_(path, join_path(path, "cd-" + blocking::member_uuid())),
+          observed_(std::move(observed)), done_(std::move(done)) {}
 
     void start() {
         count_down_fsm::action a;
@@ -58,11 +61,11 @@ private:
     }
 
     void run(count_down_fsm::action a) {
-        if (auto* d = std::get_if<counter_step::done>(&a.next)) return (*done_)(d->error);
+        if (auto* d = std::get_if<counter_step::done>(&a.next)) return end(d->error);
         auto port = port_.lock();
         // Closed before this request is sent: nothing of it can land (an earlier try of a
         // transaction the machine gave up on is the machine's to report, as outcome_unknown).
-        if (!port || port->closed()) return (*done_)(make_error_code(errc::client_closed));
+        if (!port || port->closed()) return end(make_error_code(errc::client_closed));
         std::visit(
             [&](const auto& s) {
                 using S = std::decay_t<decltype(s)>;
@@ -73,9 +76,15 @@ private:
             a.next);
     }
 
+    void end(error_code ec) {
+        observed_.finish(ec);
+        (*done_)(ec);
+    }
+
     std::weak_ptr<session_port> port_;
     std::mutex mutex_;  // the machine; never held while sending
     count_down_fsm machine_;
+    observed_operation observed_;
     std::shared_ptr<completion<>> done_;
 };
 }  // namespace
@@ -85,7 +94,8 @@ void start_count_down(const std::weak_ptr<session_port>& port, const boost::asio
     auto done = std::make_shared<completion<>>(std::move(handler), executor);
     auto p = port.lock();
     if (!p || p->closed()) return (*done)(make_error_code(errc::client_closed));
-    std::make_shared<count_down_call>(port, path, std::move(done))->start();
+    observed_operation observed(*p, recipe_kind::count_down_latch, path, recipe_operation::count_down);
+    std::make_shared<count_down_call>(port, path, std::move(observed), std::move(done))->start();
 }
 
 }  // namespace zkr::detail
@@ -174,9 +184,11 @@ void count_down_latch::count_down() {
     auto& p = *held;
     // The machine driven on the calling thread, each request blocking it (never the client's).
     detail::count_down_fsm machine(path_, join_path(path_, "cd-" + b::member_uuid()));
+    detail::observed_operation observed(p, recipe_kind::count_down_latch, path_, recipe_operation::count_down);
     auto a = machine.start();
     for (;;) {
         if (auto* d = std::get_if<detail::counter_step::done>(&a.next)) {
+            observed.finish(d->error);
             if (d->error) throw zkr::system_error(d->error, d->what);
             return;
         }
@@ -198,7 +210,7 @@ bool count_down_latch::wait(std::chrono::steady_clock::time_point deadline) {
     auto held = port();
     error_code ec;
     // Released once its "released" child exists, as the server says (its creation event, or a read).
-    bool released = detail::wait_node(*held, released_, true, deadline, ec);
+    bool released = detail::wait_node(*held, released_, true, deadline, recipe_kind::count_down_latch, path_, ec);
     if (ec) throw zkr::system_error(ec, "zkr::count_down_latch::wait " + quoted_path(path_));
     return released;
 }

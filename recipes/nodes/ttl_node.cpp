@@ -13,6 +13,7 @@
 #include "session_port.hpp"
 #include "toolkit/recipe_path.hpp"
 #include "toolkit/retry_timer.hpp"
+#include "toolkit/node_wait.hpp"
 #include "toolkit/waiters.hpp"
 #include "zkr/detail/node_wait.hpp"
 #include "zkr/path.hpp"
@@ -203,15 +204,15 @@ private:
             if (closed_) return;
         }
         std::weak_ptr<ttl_node_impl> weak = weak_from_this();
-        start_node_wait(port_, threads_->session.get_executor(), path_, true,
-                        asio::bind_cancellation_slot(stop_wait_.slot(), [weak](error_code ec) {
-                            auto self = weak.lock();
-                            if (!self || ec == errc::cancelled || ec == errc::client_closed) return;
-                            if (!ec) return self->renew();
-                            self->retry_.arm(self->period_, [weak] {
-                                if (auto again = weak.lock()) again->renew();
-                            });
-                        }));
+        start_unobserved_node_wait(port_, threads_->session.get_executor(), path_, true,
+                                   asio::bind_cancellation_slot(stop_wait_.slot(), [weak](error_code ec) {
+                                       auto self = weak.lock();
+                                       if (!self || ec == errc::cancelled || ec == errc::client_closed) return;
+                                       if (!ec) return self->renew();
+                                       self->retry_.arm(self->period_, [weak] {
+                                           if (auto again = weak.lock()) again->renew();
+                                       });
+                                   }));
     }
 
     std::weak_ptr<session_port> port_;

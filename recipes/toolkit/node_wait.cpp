@@ -8,6 +8,7 @@
 #include "node_wait.hpp"
 
 #include "completion.hpp"
+#include "observed_operation.hpp"
 #include "session_port.hpp"
 
 #include <boost/asio/associated_cancellation_slot.hpp>
@@ -24,8 +25,14 @@ class node_wait : public std::enable_shared_from_this<node_wait> {
 public:
     /// `once`: read once, without a watch, and end with errc::timed_out if the node is not as
     /// wanted (a poll).
-    node_wait(std::weak_ptr<session_port> port, std::string path, bool until_exists, bool once, completion<> done)
-        : port_(std::move(port)), path_(std::move(path)), until_exists_(until_exists), once_(once), done_(std::move(done)) {}
+    node_wait(std::weak_ptr<session_port> port, std::string path, bool until_exists, bool once, observed_operation observed,
+              completion<> done)
+        : port_(std::move(port)), path_(std::move(path)), until_exists_(until_exists), once_(once), done_(std::move(done)) {
+        observed_.emplace(std::move(observed));
+    }
+
+    /// The caller's deadline passed: the cancel() that follows is a time-out, to the observer.
+    void deadline_passed() { deadline_passed_ = true; }
 
     void read() {
         auto port = port_.lock();
@@ -94,12 +101,15 @@ private:
             done.emplace(std::move(*done_));
             done_.reset();
         }
+        observed_->finish(ec == errc::cancelled && deadline_passed_ ? make_error_code(errc::timed_out) : ec);
         (*done)(ec);  // posted to the handler's executor
     }
 
     std::weak_ptr<session_port> port_;
     std::string path_;
     bool until_exists_, once_;
+    std::optional<observed_operation> observed_;  // (not movable: made in place)
+    std::atomic<bool> deadline_passed_{false};
     std::mutex mutex_;
     std::optional<completion<>> done_;
     std::shared_ptr<watch_state> watch_;
@@ -108,10 +118,12 @@ private:
 
 }  // namespace
 
-void start_node_wait(const std::weak_ptr<session_port>& port, const asio::any_io_executor& executor, std::string path,
-                     bool until_exists, node_wait_handler handler) {
+namespace {
+void start(const std::weak_ptr<session_port>& port, const asio::any_io_executor& executor, std::string path,
+           bool until_exists, observed_operation observed, node_wait_handler handler) {
     auto slot = asio::get_associated_cancellation_slot(handler);
-    auto op = std::make_shared<node_wait>(port, std::move(path), until_exists, false, completion<>(std::move(handler), executor));
+    auto op = std::make_shared<node_wait>(port, std::move(path), until_exists, false, std::move(observed),
+                                          completion<>(std::move(handler), executor));
     if (slot.is_connected()) {
         slot.assign([weak = std::weak_ptr<node_wait>(op)](asio::cancellation_type) {
             if (auto o = weak.lock()) o->cancel();
@@ -119,9 +131,22 @@ void start_node_wait(const std::weak_ptr<session_port>& port, const asio::any_io
     }
     op->read();
 }
+}  // namespace
+
+void start_node_wait(const std::weak_ptr<session_port>& port, const asio::any_io_executor& executor, std::string path,
+                     bool until_exists, recipe_kind recipe, node_wait_handler handler) {
+    observed_operation observed;
+    if (auto p = port.lock()) observed = observed_operation(*p, recipe, path, recipe_operation::wait);
+    start(port, executor, std::move(path), until_exists, std::move(observed), std::move(handler));
+}
+
+void start_unobserved_node_wait(const std::weak_ptr<session_port>& port, const asio::any_io_executor& executor,
+                                std::string path, bool until_exists, node_wait_handler handler) {
+    start(port, executor, std::move(path), until_exists, observed_operation{}, std::move(handler));
+}
 
 bool wait_node(session_port& port, std::string path, bool until_exists, std::chrono::steady_clock::time_point deadline,
-               error_code& ec) {
+               recipe_kind recipe, const std::string& observed_path, error_code& ec) {
     using clock = std::chrono::steady_clock;
     const auto now = clock::now();
     // A deadline already past is a poll: one read, answered — within a session timeout however
@@ -129,12 +154,15 @@ bool wait_node(session_port& port, std::string path, bool until_exists, std::chr
     const bool poll = deadline <= now;
     const auto until = poll ? now + port.session_timeout() : deadline;
     sync_slot<> slot;
-    auto op = std::make_shared<node_wait>(port.weak_port(), std::move(path), until_exists, poll, completion<>(&slot));
+    auto op = std::make_shared<node_wait>(port.weak_port(), std::move(path), until_exists, poll,
+                                          observed_operation(port, recipe, observed_path, recipe_operation::wait),
+                                          completion<>(&slot));
     op->read();
     ec = {};
     if (!slot.wait_until(until, ec)) {
         // Ends the machine (its watch removed) unless it is ending right now; either way its one
         // completion comes at once, and the slot must outlive it.
+        op->deadline_passed();
         op->cancel();
         slot.wait(ec);
     }
