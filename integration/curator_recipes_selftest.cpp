@@ -23,10 +23,10 @@ using zkr::test::curator_session;
 using zkr::test::eventually;
 using zkr::test::test_connect_string;
 using zkr::test::unique_path;
+using zkr::test::prompt_deadline;
 
 namespace {
 
-constexpr auto deadline = 30s;  // for anything that should happen promptly
 
 std::size_t child_count(curator_session& s, const std::string& path) {
     try {
@@ -88,7 +88,7 @@ TEST_CASE("Curator driver: the session protocol (clock, encoding, errors, cancel
     // Line times are this machine's steady_clock.
     auto before = std::chrono::steady_clock::now();
     auto tag = s.send("ping");
-    auto l = s.ok(tag, deadline);
+    auto l = s.ok(tag, prompt_deadline);
     auto after = std::chrono::steady_clock::now();
     CHECK(before <= l.time);
     CHECK(l.time <= after);
@@ -117,15 +117,15 @@ TEST_CASE("Curator driver: the session protocol (clock, encoding, errors, cancel
     std::string path = unique_path("cs-protocol");
     curator_session other(test_connect_string());
     other.mutex_create("M", path);
-    REQUIRE(other.mutex_acquire("M", deadline));
+    REQUIRE(other.mutex_acquire("M", prompt_deadline));
     s.mutex_create("M", path);
     auto waiting = s.mutex_acquire_begin("M", 60s);
-    REQUIRE(eventually([&] { return child_count(s, path) == 2; }, deadline));
+    REQUIRE(eventually([&] { return child_count(s, path) == 2; }, prompt_deadline));
     CHECK(s.cancel("M"));
-    auto r = s.reply(waiting, deadline);
+    auto r = s.reply(waiting, prompt_deadline);
     CHECK(r.kind == "err");
     CHECK(r.args.at(0) == "interrupted");
-    CHECK(eventually([&] { return child_count(s, path) == 1; }, deadline));  // Curator deleted its node
+    CHECK(eventually([&] { return child_count(s, path) == 1; }, prompt_deadline));  // Curator deleted its node
     other.mutex_release("M");
     for (std::size_t i = 1; i < s.lines().size(); ++i) {
         CHECK(s.lines()[i].seq == s.lines()[i - 1].seq + 1);
@@ -139,8 +139,8 @@ TEST_CASE("Curator driver: two LeaderLatches elect exactly one leader, and the o
     curator_session a(connect), b(connect);
 
     a.latch_start("L", path, "alice");
-    REQUIRE(a.latch_await("L", deadline));
-    auto a_leads = a.wait_event("L", "isLeader", deadline);
+    REQUIRE(a.latch_await("L", prompt_deadline));
+    auto a_leads = a.wait_event("L", "isLeader", prompt_deadline);
     auto a_info = a.latch_info("L");
     CHECK(a_info.state == "STARTED");
     CHECK(a_info.has_leadership);
@@ -148,7 +148,7 @@ TEST_CASE("Curator driver: two LeaderLatches elect exactly one leader, and the o
     CHECK(a_info.last_path_is_leader == a_info.our_path);
 
     b.latch_start("L", path, "bob");
-    REQUIRE(eventually([&] { return !b.latch_info("L").our_path.empty(); }, deadline));
+    REQUIRE(eventually([&] { return !b.latch_info("L").our_path.empty(); }, prompt_deadline));
     CHECK_FALSE(b.latch_await("L", 500ms));
     CHECK_FALSE(b.latch_has("L"));
     CHECK(a.latch_has("L"));
@@ -159,8 +159,8 @@ TEST_CASE("Curator driver: two LeaderLatches elect exactly one leader, and the o
     // SILENT: no notLeader for alice; bob's isLeader follows her close.
     auto b_path = b.latch_info("L").our_path;
     a.close("L");
-    auto closing = a.wait_event("L", "closing", deadline);
-    auto b_leads = b.wait_event("L", "isLeader", deadline);
+    auto closing = a.wait_event("L", "closing", prompt_deadline);
+    auto b_leads = b.wait_event("L", "isLeader", prompt_deadline);
     CHECK(b_leads.arg(0) == b_path);
     CHECK(closing.time < b_leads.time);
     CHECK(b.latch_has("L"));
@@ -168,18 +168,18 @@ TEST_CASE("Curator driver: two LeaderLatches elect exactly one leader, and the o
     CHECK(a.events("L", "notLeader").empty());
     CHECK(eventually([&] {
         return b.latch_participants("L") == std::vector<curator_participant>{{"bob", true}};
-    }, deadline));
+    }, prompt_deadline));
 
     // NOTIFY_LEADER: bob's notLeader comes before the close is answered.
     auto closed = b.call("close L notify");
     auto b_not = b.wait_event("L", "notLeader", 0ms);
     CHECK(b_not.seq < closed.seq);
-    CHECK(eventually([&] { return child_count(b, path) == 0; }, deadline));
+    CHECK(eventually([&] { return child_count(b, path) == 0; }, prompt_deadline));
 
     // A closed latch's name can start a new latch: it queues afresh and leads alone.
     a.latch_start("L", path, "alice-2");
-    CHECK(a.latch_await("L", deadline));
-    auto again = a.wait_event("L", "isLeader", deadline);
+    CHECK(a.latch_await("L", prompt_deadline));
+    auto again = a.wait_event("L", "isLeader", prompt_deadline);
     CHECK(again.arg(0) != a_info.our_path);
 }
 
@@ -188,9 +188,9 @@ TEST_CASE("Curator driver: LeaderLatch nodes are _c_<uuid>-latch-<seq> holding t
     curator_session a(connect), b(connect);
     const std::string odd_id = "node 1/caf\xc3\xa9%";
     a.latch_start("L", path, odd_id);
-    REQUIRE(a.latch_await("L", deadline));
+    REQUIRE(a.latch_await("L", prompt_deadline));
     b.latch_start("L", path, "");  // the default id: empty data
-    REQUIRE(eventually([&] { return child_count(a, path) == 2; }, deadline));
+    REQUIRE(eventually([&] { return child_count(a, path) == 2; }, prompt_deadline));
 
     auto children = a.children(path);
     REQUIRE(children.size() == 2);
@@ -219,7 +219,7 @@ TEST_CASE("Curator driver: a LeaderSelector leads, releases, and the next leads"
     curator_session a(connect), b(connect);
 
     a.selector_start("S", path, "a", /*auto_requeue=*/true);
-    auto a1 = a.wait_event("S", "leading", deadline);
+    auto a1 = a.wait_event("S", "leading", prompt_deadline);
     CHECK(a1.arg(0) == "1");
     CHECK(std::regex_match(last_segment(a1.arg(1)), lock_node));
     CHECK(a.selector_has("S"));
@@ -229,46 +229,46 @@ TEST_CASE("Curator driver: a LeaderSelector leads, releases, and the next leads"
     CHECK(a_node->second == a.session_id());
 
     b.selector_start("S", path, "b", /*auto_requeue=*/false);
-    REQUIRE(eventually([&] { return child_count(a, path) == 2; }, deadline));
+    REQUIRE(eventually([&] { return child_count(a, path) == 2; }, prompt_deadline));
     CHECK(b.selector_participants("S") == std::vector<curator_participant>{{"a", true}, {"b", false}});
     CHECK_FALSE(b.selector_has("S"));
     CHECK_FALSE(b.poll_event("S", "leading", 300ms));
 
     // a returns from takeLeadership; b leads; a requeues behind b.
     CHECK(a.selector_release("S") == 1);
-    auto a_end = a.wait_event("S", "ended", deadline);
+    auto a_end = a.wait_event("S", "ended", prompt_deadline);
     CHECK(a_end.arg(0) == "1");
     CHECK(a_end.arg(1) == "released");
-    auto b1 = b.wait_event("S", "leading", deadline);
+    auto b1 = b.wait_event("S", "leading", prompt_deadline);
     CHECK(b1.arg(0) == "1");
     CHECK(a_end.time < b1.time);
     CHECK(b1.arg(1) != a1.arg(1));
     CHECK(b1.arg(1).substr(b1.arg(1).size() - 10) > a1.arg(1).substr(a1.arg(1).size() - 10));
     CHECK(eventually([&] {
         return a.selector_participants("S") == std::vector<curator_participant>{{"b", true}, {"a", false}};
-    }, deadline));
+    }, prompt_deadline));
 
     // Interrupted, b (no auto-requeue) stops; a leads again; b may requeue by hand.
     b.selector_interrupt("S");
-    auto b_end = b.wait_event("S", "ended", deadline);
+    auto b_end = b.wait_event("S", "ended", prompt_deadline);
     CHECK(b_end.arg(1) == "interrupted");
-    auto a2 = a.wait_event("S", "leading", deadline);
+    auto a2 = a.wait_event("S", "leading", prompt_deadline);
     CHECK(a2.arg(0) == "2");
     CHECK(b_end.time < a2.time);
-    CHECK(eventually([&] { return child_count(a, path) == 1; }, deadline));
+    CHECK(eventually([&] { return child_count(a, path) == 1; }, prompt_deadline));
     CHECK(b.selector_requeue("S"));
-    REQUIRE(eventually([&] { return child_count(a, path) == 2; }, deadline));
+    REQUIRE(eventually([&] { return child_count(a, path) == 2; }, prompt_deadline));
     a.selector_release("S");
-    auto b2 = b.wait_event("S", "leading", deadline);
+    auto b2 = b.wait_event("S", "leading", prompt_deadline);
     CHECK(b2.arg(0) == "2");
 
     // close() of the leader interrupts it, and reports the end before the reply.
     b.close("S");
     auto b2_end = b.wait_event("S", "ended", 0ms);
     CHECK(b2_end.arg(1) == "interrupted");
-    a.wait_event("S", "leading", deadline);
+    a.wait_event("S", "leading", prompt_deadline);
     a.close("S");
-    CHECK(eventually([&] { return child_count(a, path) == 0; }, deadline));
+    CHECK(eventually([&] { return child_count(a, path) == 0; }, prompt_deadline));
 }
 
 TEST_CASE("Curator driver: a semaphore of 2 leases among three contenders never has more than 2 holders",
@@ -278,8 +278,8 @@ TEST_CASE("Curator driver: a semaphore of 2 leases among three contenders never 
     std::vector<curator_session*> all{&s0, &s1, &s2};
     for (auto* s : all) s->semaphore_create("S", path, 2);
 
-    auto l0 = s0.semaphore_acquire("S", 1, deadline);
-    auto l1 = s1.semaphore_acquire("S", 1, deadline);
+    auto l0 = s0.semaphore_acquire("S", 1, prompt_deadline);
+    auto l1 = s1.semaphore_acquire("S", 1, prompt_deadline);
     REQUIRE(l0);
     REQUIRE(l1);
     REQUIRE(l0->size() == 1);
@@ -297,7 +297,7 @@ TEST_CASE("Curator driver: a semaphore of 2 leases among three contenders never 
 
     // The third gets in once a lease is returned.
     auto waiting = s2.semaphore_acquire_begin("S", 1, 60s);
-    REQUIRE(eventually([&] { return child_count(s0, path + "/locks") >= 1; }, deadline));  // s2 waits holding /locks
+    REQUIRE(eventually([&] { return child_count(s0, path + "/locks") >= 1; }, prompt_deadline));  // s2 waits holding /locks
     CHECK(s0.semaphore_release("S", "one") == 1);
     auto l2 = s2.semaphore_acquired(waiting, 60s);
     REQUIRE(l2);
@@ -305,7 +305,7 @@ TEST_CASE("Curator driver: a semaphore of 2 leases among three contenders never 
     CHECK(s1.semaphore_release("S", "all") == 1);
     CHECK(s2.semaphore_release("S", l2->front()) == 1);
     CHECK(s0.semaphore_leases("S").empty());
-    REQUIRE(eventually([&] { return s0.semaphore_participants("S").empty(); }, deadline));
+    REQUIRE(eventually([&] { return s0.semaphore_participants("S").empty(); }, prompt_deadline));
 
     // Three contenders churning: never three holds at once (two at once: s0's and s1's above).
     std::vector<std::string> tags;
@@ -320,7 +320,7 @@ TEST_CASE("Curator driver: a semaphore of 2 leases among three contenders never 
     CHECK(max_overlap(holds) <= 2);
     CHECK(max_overlap(holds) == 2);
     // No participant left (a leases container reaped once empty reads as none: the driver says so).
-    CHECK(eventually([&] { return s0.semaphore_participants("S").empty(); }, deadline));
+    CHECK(eventually([&] { return s0.semaphore_participants("S").empty(); }, prompt_deadline));
 }
 
 TEST_CASE("Curator driver: a semaphore's max from a SharedCount follows the count", "[curator_selftest][semaphore]") {
@@ -335,33 +335,33 @@ TEST_CASE("Curator driver: a semaphore's max from a SharedCount follows the coun
     a.semaphore_create_counted("S", path, "C");
     b.semaphore_create_counted("S", path, "C");
 
-    REQUIRE(a.semaphore_acquire("S", 1, deadline));
+    REQUIRE(a.semaphore_acquire("S", 1, prompt_deadline));
     CHECK_FALSE(b.semaphore_acquire("S", 1, 500ms));
     auto waiting = b.semaphore_acquire_begin("S", 1, 60s);
-    REQUIRE(eventually([&] { return child_count(a, path + "/locks") >= 1; }, deadline));
+    REQUIRE(eventually([&] { return child_count(a, path + "/locks") >= 1; }, prompt_deadline));
     a.count_set("C", 2);  // wakes b's waiter (a count change)
-    CHECK(b.wait_event("C", "count", deadline).arg(0) == "2");
-    CHECK(a.wait_event("C", "count", deadline).arg(0) == "2");
+    CHECK(b.wait_event("C", "count", prompt_deadline).arg(0) == "2");
+    CHECK(a.wait_event("C", "count", prompt_deadline).arg(0) == "2");
     REQUIRE(b.semaphore_acquired(waiting, 60s));
     CHECK(b.count_get("C").first == 2);
 
     // trySetCount against the current version succeeds and everyone sees it.
     CHECK(b.count_try_set("C", 3));
-    CHECK(a.wait_event("C", "count", deadline).arg(0) == "3");
-    CHECK(b.wait_event("C", "count", deadline).arg(0) == "3");
+    CHECK(a.wait_event("C", "count", prompt_deadline).arg(0) == "3");
+    CHECK(b.wait_event("C", "count", prompt_deadline).arg(0) == "3");
     auto [value, version] = a.count_get("C");
     CHECK(value == 3);
     CHECK(version == 2);
 
     // Lowered below what is held: nobody new gets in, and the holders keep theirs.
     a.count_set("C", 1);
-    CHECK(b.wait_event("C", "count", deadline).arg(0) == "1");
+    CHECK(b.wait_event("C", "count", prompt_deadline).arg(0) == "1");
     CHECK_FALSE(a.semaphore_acquire("S", 1, 500ms));
     CHECK(a.semaphore_leases("S").size() == 1);
     CHECK(b.semaphore_leases("S").size() == 1);
     a.close("S");
     b.close("S");
-    CHECK(eventually([&] { return child_count(a, path + "/leases") == 0; }, deadline));
+    CHECK(eventually([&] { return child_count(a, path + "/leases") == 0; }, prompt_deadline));
 }
 
 TEST_CASE("Curator driver: a multi-lock over two paths excludes a mutex on one of them", "[curator_selftest][multilock]") {
@@ -371,7 +371,7 @@ TEST_CASE("Curator driver: a multi-lock over two paths excludes a mutex on one o
     a.multi_create("M", {p1, p2});
     b.mutex_create("X", p2);
 
-    auto held = a.multi_acquire("M", deadline);
+    auto held = a.multi_acquire("M", prompt_deadline);
     REQUIRE(held);
     REQUIRE(held->size() == 2);
     CHECK(held->at(0).rfind(p1 + "/", 0) == 0);
@@ -380,7 +380,7 @@ TEST_CASE("Curator driver: a multi-lock over two paths excludes a mutex on one o
     CHECK(b.children(p2) == std::vector<std::string>{last_segment(held->at(1))});
     CHECK_FALSE(b.mutex_acquire("X", 500ms));
     auto waiting = b.mutex_acquire_begin("X", 60s);
-    REQUIRE(eventually([&] { return child_count(b, p2) == 2; }, deadline));
+    REQUIRE(eventually([&] { return child_count(b, p2) == 2; }, prompt_deadline));
     a.multi_release("M");
     auto got = b.ok(waiting, 90s);
     REQUIRE(got.args.at(0) == "true");
@@ -391,9 +391,9 @@ TEST_CASE("Curator driver: a multi-lock over two paths excludes a mutex on one o
 
     // The other way: with the mutex held the multi-lock times out and gives back the first lock.
     CHECK_FALSE(a.multi_acquire("M", 500ms));
-    CHECK(eventually([&] { return child_count(a, p1) == 0 && child_count(a, p2) == 1; }, deadline));
+    CHECK(eventually([&] { return child_count(a, p1) == 0 && child_count(a, p2) == 1; }, prompt_deadline));
     b.mutex_release("X");
-    REQUIRE(a.multi_acquire("M", deadline));
+    REQUIRE(a.multi_acquire("M", prompt_deadline));
     a.multi_release("M");
-    CHECK(eventually([&] { return child_count(a, p1) == 0 && child_count(a, p2) == 0; }, deadline));
+    CHECK(eventually([&] { return child_count(a, p1) == 0 && child_count(a, p2) == 0; }, prompt_deadline));
 }

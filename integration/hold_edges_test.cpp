@@ -42,10 +42,7 @@ struct loss_listener {
     }
 };
 
-template <class Future>
-bool ready_within(Future& f, std::chrono::milliseconds d) {
-    return f.wait_for(d) == std::future_status::ready;
-}
+using zkr::test::ready_within;
 
 // Someone else (an operator with zkCli, a cleanup script) deletes `view`'s node while the calling
 // thread holds it: the holder learns of it on every channel, a waiter gets in, and releasing the

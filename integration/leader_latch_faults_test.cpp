@@ -38,6 +38,7 @@ using zkr::errc;
 using zkr::lock_state;
 using zkr::test::curator_session;
 using zkr::test::eventually;
+using zkr::test::prompt_deadline;
 using zkr::testkit::proxy;
 using zkr::test::first_server;
 using zkr::test::holds_throughout;
@@ -49,7 +50,6 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-constexpr auto deadline = 30s;  // for anything that should happen promptly
 
 // Records a latch's listener calls in order.
 struct leadership_log {
@@ -138,12 +138,12 @@ public:
             return report_.claim_checks;
         };
         long start = count();
-        REQUIRE(eventually([&] { return count() >= start + n; }, deadline));
+        REQUIRE(eventually([&] { return count() >= start + n; }, prompt_deadline));
     }
     // Lets a test wait until the sampler has looked `n` more times.
     void wait_rounds(long n) {
         long start = rounds();
-        REQUIRE(eventually([&] { return rounds() >= start + n; }, deadline));
+        REQUIRE(eventually([&] { return rounds() >= start + n; }, prompt_deadline));
     }
 
 private:
@@ -300,7 +300,7 @@ int leaders(const std::vector<zkr::leader_latch*>& latches) {
 
 // Waits until exactly one of `latches` leads (and stays so across two reads 50 ms apart, so a
 // leader about to be replaced is not taken); returns it.
-zkr::leader_latch* one_leader(const std::vector<zkr::leader_latch*>& latches, std::chrono::milliseconds within = deadline) {
+zkr::leader_latch* one_leader(const std::vector<zkr::leader_latch*>& latches, std::chrono::milliseconds within = prompt_deadline) {
     zkr::leader_latch* found = nullptr;
     bool ok = eventually(
         [&] {
@@ -378,10 +378,10 @@ TEST_CASE("leader latch faults: CURATOR-696, sessions given up while the ensembl
     zkr::leader_latch a(ca, path, "a");
     zkr::leader_latch b(cb, path, "b");
     a.start();
-    REQUIRE(a.wait_leadership(deadline));
+    REQUIRE(a.wait_leadership(prompt_deadline));
     b.start();
     zkr::client observer(observer_options(cluster.connect_string()));
-    REQUIRE(eventually([&] { return queue_length(observer, path) == 2; }, deadline));
+    REQUIRE(eventually([&] { return queue_length(observer, path) == 2; }, prompt_deadline));
     auto before = nodes_of(observer, path);
     REQUIRE(before.size() == 2);
     std::int64_t newest_before = 0;
@@ -396,7 +396,7 @@ TEST_CASE("leader latch faults: CURATOR-696, sessions given up while the ensembl
     if (paused) cluster.freeze(0);
     else cluster.stop(0);
     // Both clients give their sessions up (past the session timeout) and try for new ones.
-    REQUIRE(eventually([&] { return log_a.saw(connection_state::lost) && log_b.saw(connection_state::lost); }, deadline));
+    REQUIRE(eventually([&] { return log_a.saw(connection_state::lost) && log_b.saw(connection_state::lost); }, prompt_deadline));
     CHECK_FALSE(a.has_leadership());
     CHECK_FALSE(b.has_leadership());
     if (paused) cluster.thaw(0);
@@ -411,7 +411,7 @@ TEST_CASE("leader latch faults: CURATOR-696, sessions given up while the ensembl
         // TSan in a CI run: the first listing showed only the new sessions' nodes).
         zkr::client fresh(observer_options(cluster.connect_string()));
         std::map<std::string, zkr::stat> listing;
-        REQUIRE(eventually([&] { return !(listing = nodes_of(fresh, path)).empty(); }, deadline));
+        REQUIRE(eventually([&] { return !(listing = nodes_of(fresh, path)).empty(); }, prompt_deadline));
         INFO("listing after the restart: " << listing.size() << " nodes");
         REQUIRE(listing.count(std::string(zkr::node_name(old_leader_node))) == 1);
         CHECK(first_by_sequence(listing) == std::string(zkr::node_name(old_leader_node)));
@@ -422,7 +422,7 @@ TEST_CASE("leader latch faults: CURATOR-696, sessions given up while the ensembl
     // The observer too: its calls give up after a second, and after the restart its C client
     // may wait 2/3 of its session timeout before reconnecting, stranded by the starting server
     // (an exists() that timed out there failed the test once under ASan in a CI run).
-    REQUIRE(eventually([&] { return ca.is_connected() && cb.is_connected() && observer.is_connected(); }, deadline));
+    REQUIRE(eventually([&] { return ca.is_connected() && cb.is_connected() && observer.is_connected(); }, prompt_deadline));
     auto* leader = one_leader({&a, &b}, 40s);
     auto& leader_client = leader == &a ? ca : cb;
     CHECK(leader->fencing_token() > newest_before);
@@ -431,7 +431,7 @@ TEST_CASE("leader latch faults: CURATOR-696, sessions given up while the ensembl
     CHECK(st.stat.ephemeral_owner == leader_client.session_id());
     CHECK(leader_client.session_id() != (leader == &a ? old_a : old_b));
     // The other waits behind it with a node of its own new session; the old nodes are gone.
-    REQUIRE(eventually([&] { return queue_length(observer, path) == 2; }, deadline));
+    REQUIRE(eventually([&] { return queue_length(observer, path) == 2; }, prompt_deadline));
     for (auto& [name, s] : nodes_of(observer, path)) {
         CHECK(s.ephemeral_owner != old_a);
         CHECK(s.ephemeral_owner != old_b);
@@ -472,7 +472,7 @@ std::map<std::string, std::string> settled_nodes(zkr::client& observer, const st
             }
             return true;
         },
-        deadline);
+        prompt_deadline);
     INFO("nodes of " << path << ": " << nodes_of(observer, path).size());
     REQUIRE(ok);
     return out;
@@ -506,7 +506,7 @@ void expire_by_outage(const std::vector<zkr::testkit::proxy*>& proxies, const st
         for (std::size_t i = 0; i < counters.size(); ++i)
             if (counters[i]->lost <= before[i]) return false;
         return true;
-    }, deadline));
+    }, prompt_deadline));
     for (auto* p : proxies) p->refuse_connections(false);
 }
 
@@ -536,7 +536,7 @@ TEST_CASE("leader latch faults: CURATOR-653/-652, two latches reset at the same 
         auto sa = ca.session_id(), sb = cb.session_id();
         if (expire) {
             expire_by_outage({&proxy}, {&lost_a, &lost_b});
-            REQUIRE(eventually([&] { return ca.is_connected() && cb.is_connected(); }, deadline));
+            REQUIRE(eventually([&] { return ca.is_connected() && cb.is_connected(); }, prompt_deadline));
             CHECK(ca.session_id() != sa);
             CHECK(cb.session_id() != sb);
         } else {
@@ -606,9 +606,9 @@ TEST_CASE("leader latch faults: Netflix #115, a waiter whose own node is gone ne
     zkr::leader_latch a(ca, path, "a"), b(cb, path, "b"), c(cc, path, "c");
     leadership_log log_b(b), log_c(c);
     a.start();
-    REQUIRE(a.wait_leadership(deadline));
+    REQUIRE(a.wait_leadership(prompt_deadline));
     b.start();
-    REQUIRE(eventually([&] { return queue_length(observer, path) == 2; }, deadline));
+    REQUIRE(eventually([&] { return queue_length(observer, path) == 2; }, prompt_deadline));
     c.start();
     auto nodes = settled_nodes(observer, path, {{"a", &ca}, {"b", &cb}, {"c", &cc}});
     exclusion_sampler sampler({{"a", &a, &ca}, {"b", &b, &cb}, {"c", &c, &cc}}, &observer);
@@ -618,15 +618,15 @@ TEST_CASE("leader latch faults: Netflix #115, a waiter whose own node is gone ne
     REQUIRE(eventually([&] {
         auto mine = nodes_with_id(observer, path, "b");
         return mine.size() == 1 && mine.front() != nodes["b"] && queue_length(observer, path) == 3;
-    }, deadline));
+    }, prompt_deadline));
     // c moves its watch to a (its predecessor now): it lists again; nothing shows it from outside
     // but the server's watch count. Give it that listing's time by waiting for a round trip of c's
     // own client, which sends after the event reached it.
-    REQUIRE(eventually([&] { return queue_length(cc, path) == 3; }, deadline));
+    REQUIRE(eventually([&] { return queue_length(cc, path) == 3; }, prompt_deadline));
     a.close();
-    REQUIRE(c.wait_leadership(deadline));
+    REQUIRE(c.wait_leadership(prompt_deadline));
     // b queues again behind c with a node of its own.
-    REQUIRE(eventually([&] { return nodes_with_id(observer, path, "b").size() == 1; }, deadline));
+    REQUIRE(eventually([&] { return nodes_with_id(observer, path, "b").size() == 1; }, prompt_deadline));
     settled_nodes(observer, path, {{"b", &cb}, {"c", &cc}});
     CHECK(c.has_leadership());
     CHECK_FALSE(b.has_leadership());
@@ -710,7 +710,7 @@ TEST_CASE("leader latch faults: CURATOR-620, back-to-back connection drops while
     zkr::leader_latch a(ca, path, "a"), b(cb, path, "b");
     leadership_log log_a(a);
     a.start();
-    REQUIRE(a.wait_leadership(deadline));
+    REQUIRE(a.wait_leadership(prompt_deadline));
     b.start();
     auto nodes = settled_nodes(observer, path, {{"a", &ca}, {"b", &cb}});
     auto token = a.fencing_token();
@@ -737,11 +737,11 @@ TEST_CASE("leader latch faults: CURATOR-620, back-to-back connection drops while
         REQUIRE(eventually([&] {
             track();
             return reconnects >= before + 3;
-        }, deadline));
+        }, prompt_deadline));
         REQUIRE(eventually([&] {
             track();
             return a.has_leadership();
-        }, deadline));
+        }, prompt_deadline));
         CHECK(a.fencing_token() == token);
         CHECK(a.node_path() == node);
         CHECK(ca.session_id() == session);
@@ -750,7 +750,7 @@ TEST_CASE("leader latch faults: CURATOR-620, back-to-back connection drops while
     CHECK(std::find(seen.begin(), seen.end(), lock_state::not_held) == seen.end());
     CHECK(settled_nodes(observer, path, {{"a", &ca}, {"b", &cb}}) == nodes);
     // The listeners heard of each doubt and each return, in turn, ending with leadership.
-    REQUIRE(eventually([&] { auto v = log_a.snapshot(); return !v.empty() && v.back(); }, deadline));
+    REQUIRE(eventually([&] { auto v = log_a.snapshot(); return !v.empty() && v.back(); }, prompt_deadline));
     auto calls = log_a.snapshot();
     for (std::size_t i = 1; i < calls.size(); ++i) CHECK(calls[i] != calls[i - 1]);
     CHECK_FALSE(b.has_leadership());
@@ -776,13 +776,13 @@ TEST_CASE("leader latch faults: CURATOR-498, a lost create reply never installs 
     zkr::client observer(observer_options(connect));
     zkr::leader_latch b(cb, path, "b");
     b.start();
-    REQUIRE(b.wait_leadership(deadline));
+    REQUIRE(b.wait_leadership(prompt_deadline));
     const auto b_token = b.fencing_token();
     const auto b_node = b.node_path();
 
     SECTION("the reply is lost, the session lives: the node made is adopted, and no other") {
         zkr::client ca(test_options(proxy.address(), 10000ms));
-        ca.wait_connected(deadline);
+        ca.wait_connected(prompt_deadline);
         zkr::leader_latch a(ca, path, "a");
         leadership_log log_a(a);
         exclusion_sampler sampler({{"a", &a, &ca}, {"b", &b, &cb}}, &observer);
@@ -790,9 +790,9 @@ TEST_CASE("leader latch faults: CURATOR-498, a lost create reply never installs 
         proxy.refuse_connections(true);
         proxy.lose_next_reply({zkr::test::zk_op::create, zkr::test::zk_op::create2});
         a.start();
-        REQUIRE(eventually([&] { return proxy.replies_lost() == 1; }, deadline));
+        REQUIRE(eventually([&] { return proxy.replies_lost() == 1; }, prompt_deadline));
         std::vector<std::string> lost_reply_node;
-        REQUIRE(eventually([&] { return (lost_reply_node = nodes_with_id(observer, path, "a")).size() == 1; }, deadline));
+        REQUIRE(eventually([&] { return (lost_reply_node = nodes_with_id(observer, path, "a")).size() == 1; }, prompt_deadline));
         proxy.refuse_connections(false);
         auto nodes = settled_nodes(observer, path, {{"a", &ca}, {"b", &cb}});
         CHECK(nodes["a"] == lost_reply_node.front());  // adopted, not made again (its place in the queue kept)
@@ -801,7 +801,7 @@ TEST_CASE("leader latch faults: CURATOR-498, a lost create reply never installs 
         CHECK(b.has_leadership());
         CHECK(b.fencing_token() == b_token);
         b.close();
-        REQUIRE(a.wait_leadership(deadline));
+        REQUIRE(a.wait_leadership(prompt_deadline));
         CHECK(a.node_path() == path + "/" + nodes["a"]);  // the very node whose reply was lost
         CHECK(a.fencing_token() == made.czxid);
         CHECK(queue_length(observer, path) == 1);
@@ -812,7 +812,7 @@ TEST_CASE("leader latch faults: CURATOR-498, a lost create reply never installs 
     }
     SECTION("the reply is lost and the session given up while the server keeps it: never adopted") {
         zkr::client ca(test_options(proxy.address(), 4000ms));
-        ca.wait_connected(deadline);
+        ca.wait_connected(prompt_deadline);
         hold_back_session_closer(ca);
         auto old_credentials = zkr::testkit::credentials_of(ca);
         zkr::test::state_log log(ca);
@@ -822,15 +822,15 @@ TEST_CASE("leader latch faults: CURATOR-498, a lost create reply never installs 
         proxy.refuse_connections(true);  // the connection carrying the create lives until its reply is lost
         proxy.lose_next_reply({zkr::test::zk_op::create, zkr::test::zk_op::create2});
         a.start();
-        REQUIRE(eventually([&] { return proxy.replies_lost() == 1; }, deadline));
+        REQUIRE(eventually([&] { return proxy.replies_lost() == 1; }, prompt_deadline));
         // The node exists, of the old session, which another handle keeps alive on the server.
         std::vector<std::string> old_nodes;
-        REQUIRE(eventually([&] { return (old_nodes = nodes_with_id(observer, path, "a")).size() == 1; }, deadline));
+        REQUIRE(eventually([&] { return (old_nodes = nodes_with_id(observer, path, "a")).size() == 1; }, prompt_deadline));
         CHECK(nodes_of(observer, path)[old_nodes.front()].ephemeral_owner == old_credentials.id);
         zkr::testkit::session_keeper keeper(connect, old_credentials);
-        REQUIRE(eventually([&] { return log.saw(connection_state::lost); }, deadline));
+        REQUIRE(eventually([&] { return log.saw(connection_state::lost); }, prompt_deadline));
         proxy.refuse_connections(false);
-        REQUIRE(eventually([&] { return ca.is_connected(); }, deadline));
+        REQUIRE(eventually([&] { return ca.is_connected(); }, prompt_deadline));
         CHECK(ca.session_id() != old_credentials.id);
         // a queues with a node of its new session; the old one is gone though its session lives.
         auto nodes = settled_nodes(observer, path, {{"a", &ca}, {"b", &cb}});
@@ -840,7 +840,7 @@ TEST_CASE("leader latch faults: CURATOR-498, a lost create reply never installs 
         CHECK(b.fencing_token() == b_token);
         CHECK_FALSE(a.has_leadership());
         b.close();
-        REQUIRE(a.wait_leadership(deadline));
+        REQUIRE(a.wait_leadership(prompt_deadline));
         CHECK(a.node_path() == path + "/" + nodes["a"]);
         CHECK(observer.exists(a.node_path()).stat.ephemeral_owner == ca.session_id());
         sampler.wait_rounds(1000);
@@ -880,33 +880,33 @@ TEST_CASE("leader latch faults: CURATOR-3, close() inside a listener leaves no n
     SECTION("in on_leadership") {
         close_on_leadership = true;
         a->start();
-        REQUIRE(eventually([&] { return closes == 1; }, deadline));
+        REQUIRE(eventually([&] { return closes == 1; }, prompt_deadline));
     }
     SECTION("in on_not_leader, the node deleted by someone else (a new join under way, behind b)") {
         a->start();
-        REQUIRE(a->wait_leadership(deadline));
+        REQUIRE(a->wait_leadership(prompt_deadline));
         b.start();
         b_started = true;
-        REQUIRE(eventually([&] { return queue_length(observer, path) == 2; }, deadline));
+        REQUIRE(eventually([&] { return queue_length(observer, path) == 2; }, prompt_deadline));
         close_on_not_leader = true;
         // a's traffic slowed: its rejoin's create is still on its way when the listener closes
         // it, every time (without the delay, rarely: a late node the checks below must allow for).
         proxy.set_delay(std::chrono::milliseconds(100));
         observer.remove(a->node_path());
-        REQUIRE(eventually([&] { return closes == 1; }, deadline));
+        REQUIRE(eventually([&] { return closes == 1; }, prompt_deadline));
     }
     SECTION("in on_not_leader, the connection cut (the node stays until the close deletes it)") {
         a->start();
-        REQUIRE(a->wait_leadership(deadline));
+        REQUIRE(a->wait_leadership(prompt_deadline));
         close_on_not_leader = true;
         proxy.refuse_connections(true);
         proxy.drop_connections();
-        REQUIRE(eventually([&] { return closes == 1; }, deadline));
+        REQUIRE(eventually([&] { return closes == 1; }, prompt_deadline));
         CHECK(queue_length(observer, path) == 1);  // the session lives: so does the node, for now
         proxy.refuse_connections(false);
     }
     if (!b_started) b.start();
-    REQUIRE(b.wait_leadership(deadline));
+    REQUIRE(b.wait_leadership(prompt_deadline));
     CHECK_FALSE(a->has_leadership());
     CHECK(a->state() == lock_state::not_held);
     // Nothing of a's is left, nor left to come. In the second section a's rejoin (its node was
@@ -915,12 +915,12 @@ TEST_CASE("leader latch faults: CURATOR-3, close() inside a listener leaves no n
     // (seen once in a CI run: the observer's listing came between). Two round trips of a's own
     // client order the check after it: the first comes back after that create's reply, whose
     // handling sends the delete; the second is answered after the delete.
-    REQUIRE(eventually([&] { return ca.is_connected(); }, deadline));
+    REQUIRE(eventually([&] { return ca.is_connected(); }, prompt_deadline));
     (void)queue_length(ca, path);
     CHECK(queue_length(ca, path) == 1);
     CHECK(nodes_with_id(observer, path, "a").empty());
     CHECK(holds_throughout([&] { return nodes_with_id(observer, path, "a").empty(); }, std::chrono::milliseconds(300)));
-    CHECK(eventually([&] { return holds_of(ca) == 0; }, deadline));
+    CHECK(eventually([&] { return holds_of(ca) == 0; }, prompt_deadline));
     CHECK(closes == 1);
 }
 
@@ -936,7 +936,7 @@ TEST_CASE("leader latch faults: the container path reaped while the session was 
     zkr::leader_latch a(ca, path, "a");
     leadership_log log_a(a);
     a.start();
-    REQUIRE(a.wait_leadership(deadline));
+    REQUIRE(a.wait_leadership(prompt_deadline));
     auto token = a.fencing_token();
     const bool waiting = GENERATE(false, true);
     INFO((waiting ? "as a waiter (another led, then left while it was away)" : "as the leader"));
@@ -947,9 +947,9 @@ TEST_CASE("leader latch faults: the container path reaped while the session was 
         cb.emplace(test_options(connect));
         b.emplace(*cb, path, "b");
         a.close();
-        REQUIRE(eventually([&] { return queue_length(observer, path) == 0; }, deadline));
+        REQUIRE(eventually([&] { return queue_length(observer, path) == 0; }, prompt_deadline));
         b->start();
-        REQUIRE(b->wait_leadership(deadline));
+        REQUIRE(b->wait_leadership(prompt_deadline));
         token = b->fencing_token();
     }
     zkr::leader_latch* a_ptr = &a;
@@ -958,19 +958,19 @@ TEST_CASE("leader latch faults: the container path reaped while the session was 
         a2.emplace(ca, path, "a");
         a_ptr = &*a2;
         a2->start();
-        REQUIRE(eventually([&] { return queue_length(observer, path) == 2; }, deadline));
+        REQUIRE(eventually([&] { return queue_length(observer, path) == 2; }, prompt_deadline));
     }
     // Cut off; its session expired; everyone else gone; the empty container reaped.
     auto credentials = zkr::testkit::credentials_of(ca);
     proxy.refuse_connections(true);
     proxy.drop_connections();
-    REQUIRE(eventually([&] { return !ca.is_connected(); }, deadline));
+    REQUIRE(eventually([&] { return !ca.is_connected(); }, prompt_deadline));
     zkr::testkit::close_session(connect, credentials);
     if (waiting) b->close();
-    REQUIRE(eventually([&] { return !observer.exists(path).exists; }, deadline));
+    REQUIRE(eventually([&] { return !observer.exists(path).exists; }, prompt_deadline));
     proxy.refuse_connections(false);
     // Back: a new session, the path made again, and a leads with a newer token.
-    REQUIRE(a_ptr->wait_leadership(deadline));
+    REQUIRE(a_ptr->wait_leadership(prompt_deadline));
     CHECK(a_ptr->fencing_token() > token);
     CHECK(observer.exists(a_ptr->node_path()).stat.ephemeral_owner == ca.session_id());
     CHECK(queue_length(observer, path) == 1);
@@ -1033,31 +1033,31 @@ TEST_CASE("leader latch faults: a leader frozen past its session timeout does no
     };
     // "ready" may come after the listener's first line (it runs on the latch's executor): both
     // are read in whatever order they come ("ready" is not a holder_line and is passed over).
-    REQUIRE(read_until([](const holder_line& l) { return l.kind == "act" && l.what == "ok"; }, deadline));
+    REQUIRE(read_until([](const holder_line& l) { return l.kind == "act" && l.what == "ok"; }, prompt_deadline));
 
     zkr::client cb(test_options(connect));
     zkr::client observer(observer_options(connect));
     zkr::leader_latch b(cb, path, "b");
     b.start();
-    REQUIRE(eventually([&] { return queue_length(observer, path) == 2; }, deadline));
+    REQUIRE(eventually([&] { return queue_length(observer, path) == 2; }, prompt_deadline));
     CHECK_FALSE(b.has_leadership());
 
     ::kill(holder.pid(), SIGSTOP);
     const auto stopped = clock_type::now();
-    REQUIRE(b.wait_leadership(deadline));
+    REQUIRE(b.wait_leadership(prompt_deadline));
     const auto b_leads = clock_type::now();  // b led no later than this
     const auto b_token = b.fencing_token();
     ::kill(holder.pid(), SIGCONT);
     const auto resumed = clock_type::now();
     // Read until the frozen process knows its leadership is lost, then a little more.
-    REQUIRE(read_until([](const holder_line& l) { return l.kind == "state" && l.what == "lost"; }, deadline));
+    REQUIRE(read_until([](const holder_line& l) { return l.kind == "state" && l.what == "lost"; }, prompt_deadline));
     // It queues again behind b (a node of its new session).
-    REQUIRE(eventually([&] { return queue_length(observer, path) == 2; }, deadline));
+    REQUIRE(eventually([&] { return queue_length(observer, path) == 2; }, prompt_deadline));
     CHECK(b.has_leadership());
     CHECK(b.fencing_token() == b_token);
     holder.close_input();
     read_until([](const holder_line&) { return false; }, 10s);  // the rest of its output, to its end
-    CHECK(holder.wait(deadline) == 0);
+    CHECK(holder.wait(prompt_deadline) == 0);
 
     INFO("frozen for " << std::chrono::duration_cast<std::chrono::milliseconds>(resumed - stopped).count() << " ms");
     bool saw_read_after = false, told_not_leader = false;
@@ -1138,9 +1138,9 @@ TEST_CASE("leader latch interop: zkr and Curator participants elect one leader a
     exclusion_sampler sampler({{"zkr-1", &z, &cz}}, &observer);
 
     cur.latch_start("L", path, "curator-1");
-    REQUIRE(cur.latch_await("L", deadline));
+    REQUIRE(cur.latch_await("L", prompt_deadline));
     z.start();
-    REQUIRE(eventually([&] { return queue_length(observer, path) == 2; }, deadline));
+    REQUIRE(eventually([&] { return queue_length(observer, path) == 2; }, prompt_deadline));
     CHECK_FALSE(z.wait_leadership(500ms));
     CHECK(cur.latch_has("L"));
     auto everyone = z.participants();
@@ -1155,10 +1155,10 @@ TEST_CASE("leader latch interop: zkr and Curator participants elect one leader a
 
     // The Curator leader closes: zkr leads; a new Curator latch queues behind it and sees it lead.
     cur.close("L");
-    REQUIRE(z.wait_leadership(deadline));
+    REQUIRE(z.wait_leadership(prompt_deadline));
     const auto z_token = z.fencing_token();
     cur.latch_start("M", path, "curator-2");
-    REQUIRE(eventually([&] { return queue_length(observer, path) == 2; }, deadline));
+    REQUIRE(eventually([&] { return queue_length(observer, path) == 2; }, prompt_deadline));
     CHECK(cur.latch_leader("M") == zkr::test::curator_participant{"zkr-1", true});
     CHECK(cur.latch_participants("M") == std::vector<zkr::test::curator_participant>{{"zkr-1", true}, {"curator-2", false}});
     CHECK_FALSE(cur.latch_has("M"));
@@ -1171,12 +1171,12 @@ TEST_CASE("leader latch interop: zkr and Curator participants elect one leader a
 
     // The zkr leader closes: Curator leads, with a newer node.
     z.close();
-    auto m_leads = cur.wait_event("M", "isLeader", deadline);
+    auto m_leads = cur.wait_event("M", "isLeader", prompt_deadline);
     CHECK(cur.latch_has("M"));
     auto m_node = observer.exists(m_leads.arg(0));
     REQUIRE(m_node.exists);
     CHECK(m_node.stat.czxid > z_token);
-    CHECK(eventually([&] { return queue_length(observer, path) == 1; }, deadline));
+    CHECK(eventually([&] { return queue_length(observer, path) == 1; }, prompt_deadline));
     sampler.stop();
     auto r = sampler.result();
     check_exclusion(r);
@@ -1205,7 +1205,7 @@ void mixed_election_under_faults(const std::string& connect, zkr::testkit::ensem
     z1.start();
     c2.latch_start("L", path, "c2");
     z2.start();
-    REQUIRE(eventually([&] { return queue_length(observer, path) == 4; }, deadline));
+    REQUIRE(eventually([&] { return queue_length(observer, path) == 4; }, prompt_deadline));
 
     // Exactly one of the four leads, steadily (two reads 100 ms apart agree).
     auto one_of_four = [&](std::chrono::milliseconds within) {
@@ -1230,7 +1230,7 @@ void mixed_election_under_faults(const std::string& connect, zkr::testkit::ensem
         REQUIRE(ok);
         return who;
     };
-    auto leader = one_of_four(deadline);
+    auto leader = one_of_four(prompt_deadline);
     // The participants as each side lists them agree, and name the leader first.
     auto zkr_view = z1.participants();
     auto cur_view = c1.latch_participants("L");
@@ -1253,7 +1253,7 @@ void mixed_election_under_faults(const std::string& connect, zkr::testkit::ensem
             // Everyone's connection cut at once, twice back to back; sessions live.
             for (int i = 0; i < 2; ++i)
                 for (auto* p : {&pz1, &pz2, &pc1, &pc2}) p->drop_connections();
-            leader = one_of_four(deadline);
+            leader = one_of_four(prompt_deadline);
         } else {
             // The leader is cut off until its session expires: the next one leads.
             auto& p = leader == "z1" ? pz1 : leader == "z2" ? pz2 : leader == "c1" ? pc1 : pc2;
@@ -1265,7 +1265,7 @@ void mixed_election_under_faults(const std::string& connect, zkr::testkit::ensem
             leader = next;
             // The one cut off comes back and queues again: four participants.
             REQUIRE(eventually([&] { return queue_length(observer, path) == 4; }, 40s));
-            CHECK(one_of_four(deadline) == leader);
+            CHECK(one_of_four(prompt_deadline) == leader);
         }
     }
     sampler.stop();

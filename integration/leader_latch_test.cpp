@@ -52,10 +52,7 @@ struct leadership_log {
     }
 };
 
-template <class Future>
-bool ready_within(Future& f, std::chrono::milliseconds d) {
-    return f.wait_for(d) == std::future_status::ready;
-}
+using zkr::test::ready_within;
 
 }  // namespace
 

@@ -20,9 +20,7 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-long long ms_since(clock_type::time_point t) {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t).count();
-}
+using zkr::test::ms_since;
 
 // A client with a 2 s session timeout and the default retry policy, and a mutex it holds.
 struct outage_fixture {

@@ -56,9 +56,7 @@ occupation occupy(const asio::any_io_executor& ex) {
     return o;
 }
 
-long long ms_since(clock_type::time_point t) {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t).count();
-}
+using zkr::test::ms_since;
 
 }  // namespace
 

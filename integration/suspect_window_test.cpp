@@ -37,6 +37,7 @@ using namespace std::chrono_literals;
 using zkr::connection_state;
 using zkr::lock_state;
 using zkr::test::eventually;
+using zkr::test::prompt_deadline;
 using zkr::testkit::proxy;
 using zkr::test::first_server;
 using zkr::test::get_within;
@@ -47,7 +48,6 @@ using zkr::test::unique_path;
 
 namespace {
 
-constexpr auto deadline = 30s;
 // Unanswered reads in flight when the connection is cut: the C client fails each before it says
 // it is not connected (about 40 ms of that on the CI machine; the events take microseconds).
 constexpr int backlog = 20'000;
@@ -113,9 +113,9 @@ public:
         boost::asio::post(zkr::detail::client_access::impl(c)->threads()->session,
                           [&holding, released = released_] {
                               holding.set_value();
-                              released.wait_for(deadline);
+                              released.wait_for(prompt_deadline);
                           });
-        get_within(running, deadline, "the session thread");
+        get_within(running, prompt_deadline, "the session thread");
     }
     ~session_thread_held() { release(); }
     void release() {
@@ -141,7 +141,7 @@ TEST_CASE("suspect window: a latch told suspended has stopped leading, and after
     zkr::leader_latch a(ca, path, "a");
     leadership_log log(a);
     a.start();
-    REQUIRE(a.wait_leadership(deadline));
+    REQUIRE(a.wait_leadership(prompt_deadline));
     const auto token = a.fencing_token();
     const auto old_session = ca.session_id();
 
@@ -158,7 +158,7 @@ TEST_CASE("suspect window: a latch told suspended has stopped leading, and after
     });
     auto credentials = zkr::testkit::credentials_of(ca);
     cut_under_backlog(ca, proxy, path + "/absent");
-    auto seen = get_within(told.get_future(), deadline, "the suspended event");
+    auto seen = get_within(told.get_future(), prompt_deadline, "the suspended event");
     CHECK_FALSE(seen.awaited);
     CHECK_FALSE(seen.has);
     CHECK(seen.state == lock_state::uncertain);
@@ -172,16 +172,16 @@ TEST_CASE("suspect window: a latch told suspended has stopped leading, and after
     // The session closed on the server while the client is away, well within the lease: back,
     // the latch leads on a new node of its new session, never on the old one.
     zkr::testkit::close_session(connect, credentials);
-    REQUIRE(eventually([&] { return queue_length(observer, path) == 0; }, deadline));
+    REQUIRE(eventually([&] { return queue_length(observer, path) == 0; }, prompt_deadline));
     proxy.refuse_connections(false);
-    REQUIRE(a.wait_leadership(deadline));
+    REQUIRE(a.wait_leadership(prompt_deadline));
     CHECK(a.fencing_token() > token);
     CHECK(ca.session_id() != old_session);
     CHECK(observer.exists(a.node_path()).stat.ephemeral_owner == ca.session_id());
     CHECK(queue_length(observer, path) == 1);
-    CHECK(get_within(waited, deadline, "the async wait") == zkr::error_code{});
+    CHECK(get_within(waited, prompt_deadline, "the async wait") == zkr::error_code{});
     // Told in order: led, stopped as the connection went, leads again.
-    REQUIRE(eventually([&] { return log.calls().size() >= 3; }, deadline));
+    REQUIRE(eventually([&] { return log.calls().size() >= 3; }, prompt_deadline));
     CHECK(log.calls() == std::vector<bool>{true, false, true});
 }
 
@@ -210,16 +210,16 @@ void check_cut_hold(zkr::client& c, zkr::testkit::proxy& proxy, const std::strin
     suspended_reading reading(c, read);
     auto credentials = zkr::testkit::credentials_of(c);
     cut_under_backlog(c, proxy, queue + "/absent");
-    CHECK(get_within(reading.future, deadline, "the suspended event") == lock_state::uncertain);
+    CHECK(get_within(reading.future, prompt_deadline, "the suspended event") == lock_state::uncertain);
     if (!closed_outside) {
         proxy.refuse_connections(false);
-        REQUIRE(eventually([&] { return read() == lock_state::held; }, deadline));
+        REQUIRE(eventually([&] { return read() == lock_state::held; }, prompt_deadline));
         CHECK(lost.wait_for(0s) == std::future_status::timeout);
         return;
     }
     zkr::testkit::close_session(connect, credentials);
     zkr::client observer(test_options(connect));
-    REQUIRE(eventually([&] { return queue_length(observer, queue) == 0; }, deadline));
+    REQUIRE(eventually([&] { return queue_length(observer, queue) == 0; }, prompt_deadline));
     proxy.refuse_connections(false);
     // Every reading from here on: uncertain until the client hears of the expiry, then lost.
     bool held_again = false;
@@ -227,9 +227,9 @@ void check_cut_hold(zkr::client& c, zkr::testkit::proxy& proxy, const std::strin
         auto s = read();
         held_again = held_again || s == lock_state::held;
         return s == lock_state::lost;
-    }, deadline));
+    }, prompt_deadline));
     CHECK_FALSE(held_again);
-    CHECK(get_within(lost, deadline, "the loss") == zkr::errc::lock_lost);
+    CHECK(get_within(lost, prompt_deadline, "the loss") == zkr::errc::lock_lost);
 }
 
 }  // namespace
@@ -268,17 +268,17 @@ TEST_CASE("suspect window: a latch whose session thread has not yet heard of the
     zkr::client ca(test_options(proxy.address(), session_timeout));
     zkr::leader_latch a(ca, path, "a");
     a.start();
-    REQUIRE(a.wait_leadership(deadline));
+    REQUIRE(a.wait_leadership(prompt_deadline));
     session_thread_held busy(ca);  // until the test has read what it needs
     proxy.refuse_connections(true);
     proxy.drop_connections();
-    CHECK(eventually([&] { return !ca.is_connected(); }, deadline));
+    CHECK(eventually([&] { return !ca.is_connected(); }, prompt_deadline));
     CHECK_FALSE(a.has_leadership());
     CHECK(a.state() == lock_state::uncertain);
     CHECK_FALSE(a.wait_leadership(0ms));
     busy.release();
     proxy.refuse_connections(false);
-    CHECK(a.wait_leadership(deadline));
+    CHECK(a.wait_leadership(prompt_deadline));
 }
 
 // And the way back: the C client's CONNECTED event comes before any reply of the new connection,
@@ -298,13 +298,13 @@ TEST_CASE("suspect window: a hold reads held again once the C client is back, be
     suspended_reading reading(c, [&] { return hold.state(); });
     proxy.refuse_connections(true);
     proxy.drop_connections();
-    REQUIRE(get_within(reading.future, deadline, "the suspended event") == lock_state::uncertain);
+    REQUIRE(get_within(reading.future, prompt_deadline, "the suspended event") == lock_state::uncertain);
     session_thread_held busy(c);  // the reconnection is the C client's alone
     proxy.refuse_connections(false);
     CHECK(eventually([&] { return hold.state() == lock_state::held; }, 10s));
     CHECK(c.state() == connection_state::suspended);  // zkr has not said so yet: the thread is busy
     busy.release();
-    CHECK(eventually([&] { return c.state() == connection_state::reconnected; }, deadline));
+    CHECK(eventually([&] { return c.state() == connection_state::reconnected; }, prompt_deadline));
 }
 
 // No event says a lease is back: a leadership whose lease ran out while the connection stayed up
@@ -319,15 +319,15 @@ TEST_CASE("suspect window: a leadership whose lease ran out while connected lead
     zkr::leader_latch a(ca, path, "a");
     leadership_log log(a);
     a.start();
-    REQUIRE(a.wait_leadership(deadline));
+    REQUIRE(a.wait_leadership(prompt_deadline));
     // Every answer now comes 2 s after its request; the lease (2/3 of 4 s) outlives an answer by
     // 0.67 s and the next one comes 1 s later: a third of each second without a lease, and the
     // client never disconnects (it hears from the server every second).
     proxy.set_delay(1000ms);
-    REQUIRE(eventually([&] { return log.count(false) >= 1; }, deadline));
+    REQUIRE(eventually([&] { return log.count(false) >= 1; }, prompt_deadline));
     CHECK(eventually([&] { return log.count(true) >= 2; }, 15s));  // led again with the lease, no event between
     proxy.set_delay(0ms);
-    CHECK(eventually([&] { return a.has_leadership() && a.wait_leadership(0ms); }, deadline));
+    CHECK(eventually([&] { return a.has_leadership() && a.wait_leadership(0ms); }, prompt_deadline));
     CHECK(ca.session_count() == 1);  // one session throughout
 }
 
@@ -340,9 +340,9 @@ TEST_CASE("suspect window: a late event of a given-up handle does not make a hol
     const std::string connect = test_connect_string(), path = unique_path("suspect-late-event");
     zkr::testkit::proxy proxy(first_server(connect));
     zkr::client c(test_options(proxy.address(), session_timeout));
-    c.wait_connected(deadline);
+    c.wait_connected(prompt_deadline);
     zkr::testkit::expire_session(c);  // the first handle (generation 0) is given up
-    c.wait_connected(deadline);
+    c.wait_connected(prompt_deadline);
     zkr::mutex m(c, path);
     auto hold = m.async_lock(boost::asio::use_future).get();
     REQUIRE(hold.state() == lock_state::held);
@@ -351,9 +351,9 @@ TEST_CASE("suspect window: a late event of a given-up handle does not make a hol
         return hold.state();
     });
     cut_under_backlog(c, proxy, path + "/absent");
-    CHECK(get_within(reading.future, deadline, "the suspended event") == lock_state::uncertain);
+    CHECK(get_within(reading.future, prompt_deadline, "the suspended event") == lock_state::uncertain);
     proxy.refuse_connections(false);
-    CHECK(eventually([&] { return hold.state() == lock_state::held; }, deadline));
+    CHECK(eventually([&] { return hold.state() == lock_state::held; }, prompt_deadline));
 }
 
 // The rule above without the race: in the test above, the C client may already have stopped saying
@@ -365,9 +365,9 @@ TEST_CASE("suspect window: a late event of a given-up handle never overwrites th
           "[mutex][issue33]") {
     const std::string connect = test_connect_string(), path = unique_path("suspect-late-event-order");
     zkr::client c(test_options(connect, session_timeout));
-    c.wait_connected(deadline);
+    c.wait_connected(prompt_deadline);
     zkr::testkit::expire_session(c);  // the first handle (generation 0) is given up; generation 1 is current
-    c.wait_connected(deadline);
+    c.wait_connected(prompt_deadline);
     zkr::mutex m(c, path);
     auto hold = m.async_lock(boost::asio::use_future).get();
     REQUIRE(hold.state() == lock_state::held);
@@ -401,12 +401,12 @@ TEST_CASE("suspect window: a selector's term is stopped when its lease runs out 
     s.start();
     {
         std::unique_lock lock(mutex);
-        REQUIRE(changed.wait_for(lock, deadline, [&] { return started; }));
+        REQUIRE(changed.wait_for(lock, prompt_deadline, [&] { return started; }));
     }
     proxy.set_delay(1000ms);  // answers 2 s late on a 4 s session: the lease lapses, the client stays connected
     {
         std::unique_lock lock(mutex);
-        CHECK(changed.wait_for(lock, deadline, [&] { return stopped; }));
+        CHECK(changed.wait_for(lock, prompt_deadline, [&] { return stopped; }));
     }
     CHECK(c.session_count() == 1);
     proxy.set_delay(0ms);

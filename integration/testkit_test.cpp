@@ -110,7 +110,7 @@ private:
 
 std::string first_host(const std::string& connect) { return connect.substr(0, connect.find(',')); }
 
-std::string unique_path(const char* what) {
+std::string selftest_path(const char* what) {
     static std::atomic<int> n{0};
     return "/zkr-selftest-" + std::to_string(::getpid()) + "-" + what + "-" + std::to_string(n++);
 }
@@ -152,7 +152,7 @@ TEST_CASE("zkr::testkit::ensemble: standalone server starts and answers four-let
     CHECK(cluster.data_watch_count(0) == 0);
 
     session s(cluster.connect_string(), 4000);
-    const std::string path = unique_path("watched");
+    const std::string path = selftest_path("watched");
     REQUIRE(exists(s.get(), path, 1) == ZNONODE);  // leaves an exists watch
     CHECK(cluster.data_watch_count(0) == 1);
 }
@@ -166,13 +166,13 @@ TEST_CASE("zkr::testkit::proxy: forwards, counts, and loses a create reply after
     const auto session_id = zoo_client_id(s.get())->client_id;
     const int disconnects_at_start = s.disconnects();
 
-    const std::string a = unique_path("a");
+    const std::string a = selftest_path("a");
     REQUIRE(create(s.get(), a) == ZOK);
     CHECK(proxy.requests_seen(zkr::test::zk_op::create) + proxy.requests_seen(zkr::test::zk_op::create2) == 1);
     REQUIRE(exists(direct.get(), a) == ZOK);
 
     // Lost reply: the server creates the node, the client hears connection loss.
-    const std::string b = unique_path("b");
+    const std::string b = selftest_path("b");
     proxy.lose_next_reply({zkr::test::zk_op::create, zkr::test::zk_op::create2});
     CHECK(exists(s.get(), a) == ZOK);  // other ops are not affected
     CHECK(create(s.get(), b) == ZCONNECTIONLOSS);
@@ -204,7 +204,7 @@ TEST_CASE("zkr::testkit::proxy: forwards, counts, and loses a create reply after
     CHECK(retry_while_disconnected([&] { return exists(s.get(), a); }) == ZOK);
 
     // A large value crosses the proxy in many partial reads and writes.
-    const std::string big_path = unique_path("big");
+    const std::string big_path = selftest_path("big");
     std::string big(900 * 1024, '\0');
     for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>('a' + i % 26);
     REQUIRE(zoo_create(s.get(), big_path.c_str(), big.data(), static_cast<int>(big.size()), &ZOO_OPEN_ACL_UNSAFE,
@@ -223,7 +223,7 @@ TEST_CASE("zkr::testkit::proxy: a held reply waits for the client's next request
     zkr::testkit::proxy proxy(upstream);
     session direct(upstream, 4000);
     session s(proxy.address(), 10000);
-    const std::string path = unique_path("held");
+    const std::string path = selftest_path("held");
 
     proxy.hold_next_reply({zkr::test::zk_op::create, zkr::test::zk_op::create2}, path);
     std::promise<int> created;
@@ -315,7 +315,7 @@ TEST_CASE("zkr::testkit::ensemble: 3-server ensemble elects a new leader when th
     REQUIRE(old_leader <= 2);
 
     session s(cluster.connect_string(), 4000);
-    const std::string eph = unique_path("eph");
+    const std::string eph = selftest_path("eph");
     REQUIRE(create(s.get(), eph, ZOO_EPHEMERAL) == ZOK);
 
     cluster.kill(old_leader);
@@ -605,7 +605,7 @@ TEST_CASE("zkr::testkit::proxy: a delay holds every byte that long each way, in 
     // Many requests in flight, held: each answered, none lost, no connection dropped (the proxy
     // kept the stream whole and in order: the C client checks every reply's xid against its
     // requests and drops the connection at the first out of place).
-    const std::string path = unique_path("delayed");
+    const std::string path = selftest_path("delayed");
     REQUIRE(create(s.get(), path) == ZOK);
     const int disconnects = s.disconnects();
     p.set_delay(std::chrono::hours(1));  // held until released below

@@ -254,9 +254,7 @@ int unused_port() {
     return ntohs(address.sin_port);
 }
 
-long long ms_since(clock_type::time_point t) {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t).count();
-}
+using zkr::test::ms_since;
 
 std::string host_name() {
     char name[256] = {};

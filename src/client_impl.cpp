@@ -21,19 +21,19 @@ namespace asio = boost::asio;
 
 namespace {
 
-std::string describe(std::chrono::milliseconds d) { return std::to_string(d.count()) + " ms"; }
+std::string ms_text(std::chrono::milliseconds d) { return std::to_string(d.count()) + " ms"; }
 
 client_options validated(client_options o) {
     if (std::string problem = connect_string_problem(o.connect); !problem.empty())
         throw std::invalid_argument("zkr::client_options::connect " + quoted_path(o.connect) + ": " + problem);
     if (o.session_timeout.count() <= 0)
-        throw std::invalid_argument("zkr::client_options::session_timeout must be positive, got " + describe(o.session_timeout));
+        throw std::invalid_argument("zkr::client_options::session_timeout must be positive, got " + ms_text(o.session_timeout));
     if (o.session_timeout.count() > std::numeric_limits<int>::max())
-        throw std::invalid_argument("zkr::client_options::session_timeout is too large: " + describe(o.session_timeout));
+        throw std::invalid_argument("zkr::client_options::session_timeout is too large: " + ms_text(o.session_timeout));
     if (o.session_timeout < client_options::min_session_timeout)
         throw std::invalid_argument(
-            "zkr::client_options::session_timeout is " + describe(o.session_timeout) + ", below the " +
-            describe(client_options::min_session_timeout) +
+            "zkr::client_options::session_timeout is " + ms_text(o.session_timeout) + ", below the " +
+            ms_text(client_options::min_session_timeout) +
             " zkr accepts: no ZooKeeper server grants so short a session. A server keeps the timeout within its "
             "[minSessionTimeout, maxSessionTimeout], by default [2, 20] x tickTime (4000 ms to 40000 ms with the usual "
             "tickTime of 2000 ms), and would grant its minimum instead (were seconds meant?)");
@@ -49,10 +49,10 @@ client_options validated(client_options o) {
                                     std::to_string(o.max_request_size) + " bytes) for the requests under it");
     if (o.connection_timeout.count() <= 0)
         throw std::invalid_argument("zkr::client_options::connection_timeout must be positive, got " +
-                                    describe(o.connection_timeout));
+                                    ms_text(o.connection_timeout));
     if (o.stall_probe_after.count() < 0 || o.stall_probe_after > o.session_timeout)
         throw std::invalid_argument("zkr::client_options::stall_probe_after must be within 0 (off) and the session_timeout (" +
-                                    describe(o.session_timeout) + "), got " + describe(o.stall_probe_after));
+                                    ms_text(o.session_timeout) + "), got " + ms_text(o.stall_probe_after));
     if (!o.retry_policy) throw std::invalid_argument("zkr::client_options::retry_policy must not be null");
     for (std::size_t i = 0; i < o.auth.size(); ++i) {
         if (o.auth[i].user.empty())
@@ -211,7 +211,7 @@ void client_impl::wait_connected(std::chrono::milliseconds timeout) {
     if (closed_) throw zkr::system_error(make_error_code(errc::client_closed), "zkr::client::wait_connected");
     std::string why = open_problem_.empty() ? std::string("is a server listening there?") : open_problem_;
     throw zkr::system_error(make_error_code(errc::connect_timeout),
-                            "no ZooKeeper session with " + quoted_path(options_.connect) + " within " + describe(timeout) + " (" +
+                            "no ZooKeeper session with " + quoted_path(options_.connect) + " within " + ms_text(timeout) + " (" +
                                 why + ")");
 }
 

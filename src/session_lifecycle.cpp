@@ -23,7 +23,7 @@ namespace asio = boost::asio;
 
 namespace {
 
-std::string hex(std::int64_t id) {
+std::string session_hex(std::int64_t id) {
     char text[32];
     std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(id));
     return text;
@@ -303,7 +303,7 @@ void client_impl::on_handle_event(std::uint64_t generation, int zstate) {
 void client_impl::declare_lost(const char* why, loss_cause cause) {
     auto [id, password] = session_credentials();
     if (id == 0) id = established_session_;
-    log::write(log::level::warning, "zkr::client: session " + hex(id) + " lost: " + why);
+    log::write(log::level::warning, "zkr::client: session " + session_hex(id) + " lost: " + why);
     // An expiry, however it is learnt: the server's word, or our giving the session up after a
     // whole session timeout without a server (the server expires it too, or we close it there:
     // either way it is gone, and counted now, once). An authentication failure is not one.
@@ -492,11 +492,11 @@ void client_impl::close_given_up(given_up_session s) {
                 self->active_closer_.reset();
                 int outcome = closer->outcome;
                 if (outcome == ZOO_CONNECTED_STATE) {
-                    log::write(log::level::info, "zkr::client: closed given-up session " + hex(s.id) + " on the server");
+                    log::write(log::level::info, "zkr::client: closed given-up session " + session_hex(s.id) + " on the server");
                 } else if (outcome == ZOO_EXPIRED_SESSION_STATE) {
                     // The server's word on a session we gave up: an expiry counted already (once
                     // per session), when it was given up.
-                    log::write(log::level::info, "zkr::client: given-up session " + hex(s.id) + " had expired on the server" +
+                    log::write(log::level::info, "zkr::client: given-up session " + session_hex(s.id) + " had expired on the server" +
                                                      (s.expiry_counted ? " (counted as expired when given up)" : ""));
                 } else if (outcome == 0 && timed_out && ++s.attempts < 5 && !self->closed_) {
                     self->given_up_.push_back(std::move(s));  // no answer yet: again with the next connection

@@ -25,6 +25,21 @@ bool eventually(const std::function<bool()>& condition, std::chrono::millisecond
 /// is about (a client's requests are answered in order), tests use that instead.
 bool holds_throughout(const std::function<bool()>& condition, std::chrono::milliseconds window);
 
+/// For anything a test expects to happen promptly: long enough for a loaded 2-core machine, short
+/// enough that a hang fails the test instead of CI's timeout.
+inline constexpr std::chrono::seconds prompt_deadline{30};
+
+/// Milliseconds of the steady clock since `t`.
+inline long long ms_since(std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t).count();
+}
+
+/// Whether `f` is ready within `d` (false: it is not yet; the test decides what that means).
+template <class Future>
+bool ready_within(Future& f, std::chrono::milliseconds d) {
+    return f.wait_for(d) == std::future_status::ready;
+}
+
 /// Records a client's state changes in order.
 class state_log {
 public:

@@ -118,7 +118,7 @@ std::int64_t decode_count(const std::string& path, const std::string& data) {
 }
 
 // The op of a failed multi that failed (the others say runtime_inconsistency or ok).
-std::size_t failed_op(const std::vector<multi_op_result>& results) {
+std::size_t first_failed_op(const std::vector<multi_op_result>& results) {
     for (std::size_t i = 0; i < results.size(); ++i) {
         if (results[i].error && results[i].error != errc::runtime_inconsistency) return i;
     }
@@ -163,13 +163,13 @@ bool count_down_latch::try_set_count(std::int64_t count) {
         if (count == 0) ops.push_back(op::create{released_, "", create_mode::persistent});
         auto results = b::multi(p, std::move(ops), ec);
         if (!ec) return true;
-        if (ec == errc::node_exists && failed_op(results) == 0) {
+        if (ec == errc::node_exists && first_failed_op(results) == 0) {
             error_code kec;
             auto mine = b::exists(p, key, false, kec);
             if (kec) throw zkr::system_error(kec, "zkr::count_down_latch::try_set_count: reading " + quoted_path(key));
             return mine.exists;
         }
-        if (ec == errc::no_node && failed_op(results) == 0 && tries < 2) continue;  // a container parent reaped meanwhile
+        if (ec == errc::no_node && first_failed_op(results) == 0 && tries < 2) continue;  // a container parent reaped meanwhile
         if (may_have_been_applied(ec))
             throw zkr::system_error(make_error_code(errc::outcome_unknown),
                                     "zkr::count_down_latch::try_set_count " + quoted_path(path_) +

@@ -62,7 +62,7 @@ struct barrier_member {
 
 namespace {
 
-barrier_reply reply_error(error_code ec) {
+barrier_reply barrier_error_reply(error_code ec) {
     barrier_reply r;
     r.error = ec;
     return r;
@@ -188,24 +188,24 @@ private:
         auto self = shared_from_this();
         if (!port || port->closed()) {
             if (std::holds_alternative<barrier_step::remove_own>(next)) return on_reply(seq, {});  // gone with the session
-            return on_reply(seq, reply_error(make_error_code(errc::client_closed)));
+            return on_reply(seq, barrier_error_reply(make_error_code(errc::client_closed)));
         }
         std::visit(
             [&](const auto& s) {
                 using S = std::decay_t<decltype(s)>;
                 if constexpr (std::is_same_v<S, barrier_step::make_parents>) {
                     port->create_parents(s.path, create_mode::container, completion<>(completion<>::inline_fn([self, seq](error_code ec) {
-                                             self->on_reply(seq, reply_error(ec));
+                                             self->on_reply(seq, barrier_error_reply(ec));
                                          })));
                 } else if constexpr (std::is_same_v<S, barrier_step::create>) {
                     port->create(s.path, "", s.mode, completion<create_result>(completion<create_result>::inline_fn(
-                                                         [self, seq](error_code ec, create_result) { self->on_reply(seq, reply_error(ec)); })));
+                                                         [self, seq](error_code ec, create_result) { self->on_reply(seq, barrier_error_reply(ec)); })));
                 } else if constexpr (std::is_same_v<S, barrier_step::list>) {
                     port->get_children(s.path, s.watch,
                                        completion<children_result>(completion<children_result>::inline_fn(
                                            [self, seq](error_code ec, children_result r) {
                                                if (auto ws = watch_access::state(r.watch)) self->keep_watch(seq, ws);
-                                               auto reply = reply_error(ec);
+                                               auto reply = barrier_error_reply(ec);
                                                reply.children = std::move(r.children);
                                                self->on_reply(seq, std::move(reply));
                                            })));
@@ -213,27 +213,27 @@ private:
                     port->exists(s.path, true, completion<exists_result>(completion<exists_result>::inline_fn(
                                                    [self, seq](error_code ec, exists_result r) {
                                                        if (auto ws = watch_access::state(r.watch)) self->keep_watch(seq, ws);
-                                                       auto reply = reply_error(ec);
+                                                       auto reply = barrier_error_reply(ec);
                                                        reply.exists = r.exists;
                                                        self->on_reply(seq, std::move(reply));
                                                    })));
                 } else if constexpr (std::is_same_v<S, barrier_step::read_round>) {
                     port->exists(s.path, false, completion<exists_result>(completion<exists_result>::inline_fn(
                                                     [self, seq](error_code ec, exists_result r) {
-                                                        auto reply = reply_error(ec);
+                                                        auto reply = barrier_error_reply(ec);
                                                         reply.exists = r.exists;
                                                         reply.version = r.stat.version;
                                                         self->on_reply(seq, std::move(reply));
                                                     })));
                 } else if constexpr (std::is_same_v<S, barrier_step::remove_round>) {
                     port->remove(s.path, any_version, completion<>(completion<>::inline_fn([self, seq](error_code ec) {
-                                     self->on_reply(seq, reply_error(ec));
+                                     self->on_reply(seq, barrier_error_reply(ec));
                                  })));
                 } else if constexpr (std::is_same_v<S, barrier_step::join> || std::is_same_v<S, barrier_step::close_round>) {
                     port->multi(transaction(s), completion<std::vector<multi_op_result>>(
                                                     completion<std::vector<multi_op_result>>::inline_fn(
                                                         [self, seq](error_code ec, std::vector<multi_op_result>) {
-                                                            self->on_reply(seq, reply_error(ec));
+                                                            self->on_reply(seq, barrier_error_reply(ec));
                                                         })));
                 } else if constexpr (std::is_same_v<S, barrier_step::wait>) {
                     std::shared_ptr<watch_state> ws;
@@ -241,10 +241,10 @@ private:
                         std::lock_guard lock(mutex_);
                         ws = watch_;
                     }
-                    if (!ws) return on_reply(seq, reply_error(make_error_code(errc::too_many_watches)));
+                    if (!ws) return on_reply(seq, barrier_error_reply(make_error_code(errc::too_many_watches)));
                     ws->wait_inline([self, seq](error_code wec, const watch_event&) {
                         if (wec == errc::watch_removed) return;  // dropped by us
-                        auto reply = reply_error(wec == errc::client_closed ? wec : error_code{});
+                        auto reply = barrier_error_reply(wec == errc::client_closed ? wec : error_code{});
                         reply.fired = !wec;
                         self->on_reply(seq, std::move(reply));
                     });

@@ -5,13 +5,6 @@
 #include <algorithm>
 
 namespace zkr::detail {
-namespace {
-
-// May the request have been applied? The one rule (zkr::may_have_been_applied).
-bool outcome_unknown(error_code ec) { return may_have_been_applied(ec); }
-bool session_gone(error_code ec) { return is_session_lost(ec) && ec != errc::client_closed; }
-
-}  // namespace
 
 lease_fsm::lease_fsm(lease_options options, std::function<std::string()> make_uuid)
     : options_(std::move(options)), create_(options_.leases, "lease-", options_.max_attempts, std::move(make_uuid)) {}
@@ -122,7 +115,7 @@ lease_fsm::action lease_fsm::on_multi(const reply::multi_and_listed& r, std::int
         // owner check: nodes of another session are never adopted).
         create_.in_doubt(session);
         if (!r.list_error) return recover(r.children.children());
-        if (!session_gone(r.list_error)) return finish(false, r.list_error);
+        if (!node_session_gone(r.list_error)) return finish(false, r.list_error);
         phase_ = phase::recovering;
         return ask(step::list{options_.leases});
     }
@@ -135,7 +128,7 @@ lease_fsm::action lease_fsm::on_multi(const reply::multi_and_listed& r, std::int
         if (r.list_error) {
             // Our leases went with the session the listing lost, and our mutex hold with them:
             // the caller starts over from the mutex.
-            if (session_gone(r.list_error) || r.list_error == errc::no_node) return finish(false, make_error_code(errc::session_expired));
+            if (node_session_gone(r.list_error) || r.list_error == errc::no_node) return finish(false, make_error_code(errc::session_expired));
             return finish(false, r.list_error);
         }
         return evaluate(r.children.children(), session, create_.stale_children(r.children.children()));
@@ -152,11 +145,11 @@ lease_fsm::action lease_fsm::on_multi(const reply::multi_and_listed& r, std::int
         }
         return finish(false, r.error);
     }
-    if (outcome_unknown(r.error)) {
+    if (may_have_been_applied(r.error)) {
         // The transaction may have been applied with its reply lost: a listing after it tells.
         create_.in_doubt(session);
         if (!r.list_error) return recover(r.children.children());
-        if (!session_gone(r.list_error)) return finish(false, r.list_error);
+        if (!node_session_gone(r.list_error)) return finish(false, r.list_error);
         phase_ = phase::recovering;
         return ask(step::list{options_.leases});
     }
@@ -206,7 +199,7 @@ lease_fsm::action lease_fsm::on_owner(const reply::owner& r, std::int64_t sessio
     }
     // Of a session that is gone: never adopted (CURATOR-604); ours by name, so ours to delete.
     std::vector<std::string> deletes = std::move(found);
-    if (r.error && !session_gone(r.error)) return finish(false, r.error, std::move(deletes));
+    if (r.error && !node_session_gone(r.error)) return finish(false, r.error, std::move(deletes));
     return restart(std::move(deletes), make_error_code(errc::session_expired));
 }
 
@@ -217,14 +210,14 @@ lease_fsm::action lease_fsm::on_listed(const reply::listed& r, std::int64_t sess
             create_.settled();
             return restart({}, r.error);
         }
-        if (session_gone(r.error)) return restart({}, r.error);
+        if (node_session_gone(r.error)) return restart({}, r.error);
         return finish(false, r.error);
     }
     if (phase_ != phase::counting) return {};
     if (r.error) {
         watch_armed_ = false;
         // Our leases went with the session, and our mutex hold with them: the caller starts over.
-        if (session_gone(r.error) || r.error == errc::no_node) return finish(false, make_error_code(errc::session_expired));
+        if (node_session_gone(r.error) || r.error == errc::no_node) return finish(false, make_error_code(errc::session_expired));
         return finish(false, r.error);
     }
     return evaluate(r.children.children(), session, {});

@@ -18,7 +18,7 @@ std::string sanitize(std::string_view host) {
     return out;
 }
 
-std::int64_t to_int(std::string_view s) {
+std::int64_t int64_or_zero(std::string_view s) {
     std::int64_t value = 0;
     auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
     return ec == std::errc() && end == s.data() + s.size() ? value : 0;
@@ -45,8 +45,8 @@ lock_owner decode_owner(std::string_view data) {
         if (eq == std::string_view::npos) return owner;
         std::string_view key = field.substr(0, eq), value = field.substr(eq + 1);
         if (key == "host") parsed.host = std::string(value);
-        else if (key == "pid") parsed.pid = to_int(value);
-        else if (key == "thread") parsed.thread = to_int(value);
+        else if (key == "pid") parsed.pid = int64_or_zero(value);
+        else if (key == "thread") parsed.thread = int64_or_zero(value);
         else if (key == "async") parsed.async = value == "1";
         // Unknown keys are for later versions: skip them.
     }

@@ -8,13 +8,6 @@
 namespace zkr::detail {
 namespace {
 
-// The request may or may not have been applied; only a fresh look tells.
-// May the request have been applied? The one rule (zkr::may_have_been_applied).
-bool outcome_unknown(error_code ec) { return may_have_been_applied(ec); }
-
-// The session our node was made on is gone, and the node with it.
-bool session_gone(error_code ec) { return is_session_lost(ec) && ec != errc::client_closed; }
-
 void add_once(std::vector<std::string>& deletes, const std::string& path) {
     if (!path.empty() && std::find(deletes.begin(), deletes.end(), path) == deletes.end()) deletes.push_back(path);
 }
@@ -163,7 +156,7 @@ queue_fsm::action queue_fsm::on_created_and_listed(error_code create_error, cons
         if (list_error) {
             // The listing was retried under the retry policy already: asking again would only
             // double the time an outage takes to be reported.
-            if (!session_gone(list_error) && list_error != errc::no_node) return finish(false, list_error);
+            if (!node_session_gone(list_error) && list_error != errc::no_node) return finish(false, list_error);
             phase_ = phase::listing;
             return ask(step::list{options_.path});
         }
@@ -172,13 +165,13 @@ queue_fsm::action queue_fsm::on_created_and_listed(error_code create_error, cons
         const auto& queue = take_listing(children, skipped, deletes);
         return evaluate(queue, std::move(skipped), session, std::move(deletes));
     }
-    if (outcome_unknown(create_error)) {
+    if (may_have_been_applied(create_error)) {
         create_.in_doubt(session);
         // The create may have been applied with its reply lost. A listing sent after it tells:
         // the one that came with it if it got through, else a new one — unless the retry policy
         // gave up on that one already (then the sweep settles it, in the background).
         if (!list_error) return recover(children);
-        if (!session_gone(list_error)) return finish(false, list_error);
+        if (!node_session_gone(list_error)) return finish(false, list_error);
         phase_ = phase::recovering;
         return ask(step::list{options_.path});
     }
@@ -242,7 +235,7 @@ queue_fsm::action queue_fsm::on_listed(error_code error, const listing& children
         if (recovering) create_.settled();
         return restart({}, error);
     }
-    if (session_gone(error)) {
+    if (node_session_gone(error)) {
         // Our node went with the session; a create in doubt stays unsettled for the sweep.
         std::vector<std::string> deletes;
         if (!recovering) delete_ours(deletes);
@@ -273,7 +266,7 @@ queue_fsm::action queue_fsm::on_owner(error_code error, const exists_result& res
         deletes.push_back(candidate_path);
         if (!error) create_.count_stale();
     }
-    if (error && !session_gone(error)) return finish(false, error, std::move(deletes));
+    if (error && !node_session_gone(error)) return finish(false, error, std::move(deletes));
     return restart(std::move(deletes), make_error_code(errc::session_expired));
 }
 
@@ -347,12 +340,12 @@ queue_fsm::action queue_fsm::on_watch_set(error_code error, std::int64_t session
         // Someone deleted our node (or it went with a session we no longer have): it can hold
         // nothing for us, whatever happens to the one ahead.
         if (!error) return own_node_gone();
-        if (session_gone(error) || error == errc::no_node) return restart({}, make_error_code(errc::lock_lost));
+        if (node_session_gone(error) || error == errc::no_node) return restart({}, make_error_code(errc::lock_lost));
         return finish(false, error);
     }
     if (error == errc::no_node) return after_departure(session);  // gone before we could watch it
     if (error) {
-        if (session_gone(error)) return restart({}, error);
+        if (node_session_gone(error)) return restart({}, error);
         return finish(false, error);
     }
     if (session != create_.session()) {

@@ -17,6 +17,10 @@
 
 namespace zkr::detail {
 
+/// The session a recipe's node was made on is gone, and the node with it (a client's close is
+/// not: its nodes go with the close, and the caller is told client_closed).
+inline bool node_session_gone(error_code ec) { return is_session_lost(ec) && ec != errc::client_closed; }
+
 /// What a machine asks for next. Each step carries only what belongs to it.
 namespace step {
 struct none {};  ///< nothing to send now: a reply is still due
