@@ -2,6 +2,7 @@
 // beside Curator's DistributedBarrier and DistributedDoubleBarrier where Curator has the recipe.
 #include "support/child_process.hpp"
 #include "support/curator_driver.hpp"
+#include "support/kazoo_driver.hpp"
 #include "support/servers.hpp"
 #include "support/session_tools.hpp"
 #include "zkr/barrier.hpp"
@@ -27,6 +28,7 @@ using zkr::errc;
 using zkr::test::eventually;
 using zkr::test::first_server;
 using zkr::test::holds_throughout;
+using zkr::test::kazoo_member;
 using zkr::test::test_connect_string;
 using zkr::test::test_options;
 using zkr::test::unique_path;
@@ -341,31 +343,6 @@ TEST_CASE("double barrier: zkr and Curator members enter and leave one barrier t
     CHECK(curator.ok(u2, 30s).args.at(0) == "true");
     CHECK(members(observer, path).empty());
 }
-
-// kazoo's DoubleBarrier (python3-kazoo, which scripts/setup.sh installs) in a process of its own:
-// enters when told, says "entered", leaves when told, says "left".
-class kazoo_member {
-public:
-    kazoo_member(const std::string& connect, const std::string& path, int members)
-        : process_("exec /usr/bin/python3 -c '" + std::string(script) + "' " + connect + " " + path + " " + std::to_string(members)) {
-        REQUIRE(process_.read_line(30s) == std::optional<std::string>("ready"));
-    }
-    void tell() { process_.write_line("go"); }
-    std::optional<std::string> said(std::chrono::milliseconds timeout) { return process_.read_line(timeout); }
-    int wait() { return process_.wait(30s); }
-
-private:
-    static constexpr const char* script =
-        "import sys\n"
-        "from kazoo.client import KazooClient\n"
-        "zk = KazooClient(hosts=sys.argv[1]); zk.start(timeout=20)\n"
-        "barrier = zk.DoubleBarrier(sys.argv[2], int(sys.argv[3]))\n"
-        "print(\"ready\", flush=True)\n"
-        "sys.stdin.readline(); barrier.enter(); print(\"entered\", flush=True)\n"
-        "sys.stdin.readline(); barrier.leave(); print(\"left\", flush=True)\n"
-        "zk.stop()\n";
-    zkr::test::child_process process_;
-};
 
 TEST_CASE("double barrier: zkr and kazoo members enter and leave one barrier together", "[double_barrier][interop]") {
     std::string connect = test_connect_string(), path = unique_path("dbarrier-kazoo");
