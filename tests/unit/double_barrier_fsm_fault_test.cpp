@@ -29,14 +29,48 @@ struct model {
     bool ready = false;
     std::set<std::string> members;  // names
 
+    // The barrier node's cversion: every child made or deleted counts (sync() counts what changed
+    // since it last looked; passing() what was made and deleted in between, unseen).
+    std::int32_t cversion = 7;
+    std::set<std::string> seen;
+    bool synced = false;
+    // The ready watch (watch_ready) and the connection it stands on.
+    bool ready_watch = false;   // set and not fired
+    bool ready_fired = false;   // fired created
+    bool ready_ended = false;   // ended with its session
+    std::uint64_t drops = 0;    // connection drops (session_port::connection_drops)
+
     std::vector<std::string> children() const {
         std::vector<std::string> c(members.begin(), members.end());
         if (ready) c.push_back("ready");
         return c;
     }
+    void sync() {
+        auto now = children();
+        std::set<std::string> current(now.begin(), now.end());
+        if (synced) {
+            for (auto& c : current) cversion += seen.count(c) ? 0 : 1;
+            for (auto& c : seen) cversion += current.count(c) ? 0 : 1;
+            // "ready" made while the watch stands on a live connection: it fires.
+            if (ready_watch && current.count("ready") && !seen.count("ready")) {
+                ready_watch = false;
+                ready_fired = true;
+            }
+        }
+        seen = std::move(current);
+        synced = true;
+    }
+    /// `n` children made and deleted between two looks (by others, while we were cut off).
+    void passing(int n) { cversion += 2 * n; }
+    /// The connection drops and comes back: what the ready watch would have said meanwhile is lost.
+    void drop() { ++drops; }
     void expire() {
+        sync();
         members.erase(our_name);
         if (members.empty() && !ready) container = false;  // a container's last child gone: reaped
+        if (ready_watch) ready_ended = true;
+        ready_watch = false;
+        sync();
     }
 };
 
@@ -117,6 +151,7 @@ struct outcome {
 template <class World>
 barrier_reply apply(model& m, const double_barrier_fsm::request& q, World& world) {
     barrier_reply x;
+    m.sync();
     std::visit(
         [&](const auto& s) {
             using S = std::decay_t<decltype(s)>;
@@ -131,12 +166,23 @@ barrier_reply apply(model& m, const double_barrier_fsm::request& q, World& world
                 } else if (m.members.count(name)) x.error = make_error_code(errc::node_exists);
                 else m.members.insert(name);
             } else if constexpr (std::is_same_v<S, barrier_step::list>) {
+                m.sync();
                 if (!m.container) x.error = make_error_code(errc::no_node);
                 else x.children = m.children();
+                x.cversion = m.cversion;
             } else if constexpr (std::is_same_v<S, barrier_step::watch_node>) {
                 x.exists = m.members.count(std::string(node_name(s.path))) > 0;
+            } else if constexpr (std::is_same_v<S, barrier_step::watch_ready>) {
+                x.exists = m.ready;
+                m.ready_watch = !m.ready;
+                m.ready_fired = m.ready_ended = false;
+            } else if constexpr (std::is_same_v<S, barrier_step::remove_ready>) {
+                m.ready = false;
+                if (m.members.empty()) m.container = false;
             } else if constexpr (std::is_same_v<S, barrier_step::wait>) {
+                m.sync();
                 world(m);
+                m.sync();
                 x.fired = true;
             } else if constexpr (std::is_same_v<S, barrier_step::remove_own>) {
                 m.members.erase(std::string(node_name(s.path)));
@@ -144,6 +190,10 @@ barrier_reply apply(model& m, const double_barrier_fsm::request& q, World& world
             }
         },
         q);
+    m.sync();
+    x.drops = m.drops;
+    x.ready_created = m.ready_fired;
+    x.ready_watch_ended = m.ready_ended;
     return x;
 }
 
@@ -248,6 +298,10 @@ outcome run(Model& m, bool leaving, int member_count, fault f, int at, World wor
             return o;
         }
         const fault here = o.steps++ == at ? f : fault::none;
+        if constexpr (std::is_same_v<Model, model>) {
+            // Every fault but a deadline comes with a connection dropped.
+            if (here != fault::none && here != fault::abandoned_in_flight) m.drop();
+        }
         if (here == fault::expired_before) m.expire();
         if constexpr (std::is_same_v<Model, rounds_model>) {
             if (here == fault::round_closes_before) m.fill_and_close(member_count);  // the others are quicker
