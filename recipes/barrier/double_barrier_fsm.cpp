@@ -184,10 +184,12 @@ double_barrier_fsm::request double_barrier_fsm::evaluate_enter(const barrier_rep
         if (r.ready_watch_ended) ready_armed_ = false;  // with its session (our node with it)
         if (ours && (ready || r.ready_created)) return finish(true);
         auto members = members_of(children);
+        // A group complete now (ours in it) needs no proof of the past: "ready" is made below.
+        const bool complete = ours && static_cast<int>(members.size()) >= member_count_;
         if (!ready_armed_ || r.drops != armed_drops_ || gap_) {
             // The watch may have missed "ready" made and deleted (a connection dropped since it
             // was set): only the children's count of changes since the last listing can tell.
-            if (ours && (!have_baseline_ || may_have_closed_unseen(r, members)))
+            if (ours && !complete && (!have_baseline_ || may_have_closed_unseen(r, members)))
                 return fail(make_error_code(errc::outcome_unknown),
                             "cut off from " + quoted_path(path_) +
                                 " while its round may have closed: \"ready\" may have been made and deleted unseen "

@@ -678,3 +678,119 @@ TEST_CASE("reusable double barrier machine: a rejoin that finds the path's versi
         CHECK(std::get<barrier_step::done>(next).passed);
     }
 }
+
+namespace {
+
+// Issue 44: the rest of the group goes through the round at the machine's first wait — `cut`:
+// while the member is cut off (the connection drops: the ready watch's event is lost) — and does
+// nothing more after. Returns the outcome; the run fails if the machine waits on for ever.
+template <class World>
+outcome round_at_first_wait(model& m, World world) {
+    int waits = 0;
+    return run(m, false, 4, fault::none, -1, [&](model& x) {
+        if (waits++ == 0) world(x);
+    });
+}
+
+}  // namespace
+
+TEST_CASE("double barrier machine: a ready made and deleted while the member is cut off is never waited out, and never taken for a pass without proof",
+          "[double_barrier][faults][issue44]") {
+    SECTION("cut off while the group completes and kazoo's leave deletes ready: outcome unknown, its node deleted") {
+        auto m = two_in();
+        auto o = round_at_first_wait(m, [](model& x) {
+            x.drop();
+            x.members.insert("m-c");  // the fourth: ready made, everyone else through
+            x.passing(1);             // "ready", made and deleted (kazoo's leave) unseen
+            x.members.erase("m-b");   // a kazoo leaver that is not the lowest deletes its node
+        });
+        CHECK_FALSE(o.done.passed);
+        CHECK(o.done.error == errc::outcome_unknown);
+        CHECK_FALSE(m.members.count(our_name));
+    }
+    SECTION("the same while connected: the ready watch's event proves the round closed") {
+        auto m = two_in();
+        auto o = round_at_first_wait(m, [](model& x) {
+            x.members.insert("m-c");
+            x.ready = true;
+            x.sync();  // the watch fires
+            x.ready = false;
+            x.members.erase("m-b");
+        });
+        CHECK(o.done.passed);
+        CHECK_FALSE(o.done.error);
+        CHECK(m.members.count(our_name));
+    }
+    SECTION("cut off before ready (one more member meanwhile): it waits on and passes with the group") {
+        auto m = two_in();
+        int waits = 0;
+        auto o = run(m, false, 5, fault::none, -1, [&](model& x) {  // five: the fourth comes while it is away
+            if (waits == 0) {
+                x.drop();
+                x.members.insert("m-c");
+            } else if (waits == 1) {
+                x.members.insert("m-d");
+            }
+            ++waits;
+        });
+        CHECK(waits == 2);
+        CHECK(o.done.passed);
+        CHECK_FALSE(o.done.error);
+        CHECK(o.members_at_pass >= 5);
+    }
+    SECTION("cut off while a member came and gave up (too few for a group): it waits on") {
+        auto m = two_in();
+        int waits = 0;
+        auto o = run(m, false, 4, fault::none, -1, [&](model& x) {
+            if (waits == 0) {
+                x.drop();
+                x.passing(1);  // one came and went: with the three in, never four at once
+            } else if (waits == 1) {
+                x.members.insert("m-c");
+                x.members.insert("m-d");
+            }
+            ++waits;
+        });
+        CHECK(waits == 2);
+        CHECK(o.done.passed);
+        CHECK_FALSE(o.done.error);
+    }
+    SECTION("cut off while ready was made and deleted and the whole group is still in: through, the group complete") {
+        auto m = two_in();
+        auto o = round_at_first_wait(m, [](model& x) {
+            x.drop();
+            x.members.insert("m-c");
+            x.passing(1);  // kazoo's lowest leaver deleted "ready"; nobody's node went yet
+        });
+        CHECK(o.done.passed);
+        CHECK(o.members_at_pass >= 4);
+    }
+}
+
+TEST_CASE("double barrier machine: a leave that is out deletes a ready made again late, for which kazoo's lowest member waits",
+          "[double_barrier][faults][issue44]") {
+    // kazoo's lowest leaver waits for every other child, "ready" included; a create of "ready"
+    // resent after kazoo's leave had deleted it made it again.
+    const std::string lowest = "0-kazoo-lowest";
+    for (fault f : {fault::none, fault::gave_up, fault::reply_lost_resent}) {
+        for (int at = 0; at < 8; ++at) {
+            if (f == fault::none && at > 0) break;
+            INFO(name_of(f) << " at request " << at);
+            model m;
+            m.container = true;
+            m.ready = true;
+            m.members = {lowest, our_name};
+            auto kazoo_lowest = [&](model& x) {
+                if (!x.ready && x.members == std::set<std::string>{lowest}) x.members.erase(lowest);  // alone: it goes
+            };
+            auto o = run(m, true, 2, f, f == fault::none ? -1 : at, kazoo_lowest);
+            CHECK_FALSE(m.members.count(our_name));
+            if (o.done.passed) {
+                CHECK(o.members_at_pass == 0);
+                CHECK_FALSE(m.ready);
+            } else {
+                CHECK(o.done.error == errc::connection_loss);
+            }
+        }
+    }
+}
