@@ -128,11 +128,14 @@ TEST_CASE("double barrier: zkr members cut off at each phase of a round beside C
     std::string connect = test_connect_string(), path = unique_path("dbarrier-cut");
     zkr::client observer(test_options(connect));
     cut_member z1(connect, path, n), z2(connect, path, n);
-    zkr::test::curator_session curator(connect);
+    // Curator's and kazoo's members behind a proxy too: held a moment (never cut) where the test
+    // must decide who makes "ready".
+    zkr::testkit::proxy peers(first_server(connect));
+    zkr::test::curator_session curator(peers.address());
     curator.dbarrier_new("c1", path, n);
     // k1 is the lowest in the leave's order: kazoo's lowest leaver waits for every other child,
     // "ready" included.
-    kazoo_member k1(connect, path, n, "00000000000000000000000000000000"), k2(connect, path, n);
+    kazoo_member k1(peers.address(), path, n, "00000000000000000000000000000000"), k2(peers.address(), path, n);
     auto ready = path + "/ready";
     auto ready_exists = [&] { return observer.exists(ready).exists; };
 
@@ -193,8 +196,14 @@ TEST_CASE("double barrier: zkr members cut off at each phase of a round beside C
         REQUIRE(eventually([&] { return members_of(observer, path).size() == 4; }));
         z1.proxy.refuse_connections(true);
         z1.proxy.lose_next_reply({zkr::testkit::op_code::create, zkr::testkit::op_code::create2}, 0, ready);
+        // The others held while z1 comes: z1 is the one that sees five and makes "ready".
+        peers.partition(true);
+        z2.proxy.partition(true);
         auto e1 = call_async(z1.barrier, false, 60s);
         REQUIRE(eventually([&] { return z1.proxy.replies_lost() == 1; }));
+        CHECK(ready_exists());
+        peers.partition(false);
+        z2.proxy.partition(false);
         CHECK(get_within(e2, 20s, "z2's enter").passed);
         CHECK(curator.ok(t1, 20s).args.at(0) == "true");
         CHECK(k1.said(20s) == std::optional<std::string>("entered"));
