@@ -10,6 +10,12 @@ namespace zkr::detail {
 namespace {
 constexpr const char* ready_name = "ready";
 
+// kazoo names its members uuid4().hex: 32 lowercase hex digits (Curator and zkr: 36 characters,
+// with dashes).
+bool kazoo_name(const std::string& name) {
+    return name.size() == 32 && std::all_of(name.begin(), name.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
 std::vector<std::string> members_of(std::vector<std::string> children) {
     children.erase(std::remove(children.begin(), children.end(), ready_name), children.end());
     std::sort(children.begin(), children.end());  // Curator and kazoo order them so too
@@ -236,12 +242,13 @@ double_barrier_fsm::request double_barrier_fsm::evaluate_leave(const std::vector
     }
     auto ours = std::find(members.begin(), members.end(), name_);
     if (ours == members.end()) own_ = false;
-    if (!reusable_ && ours == members.end() && members.size() == 1 && ready_removals_ < 3 &&
+    if (!reusable_ && ours == members.end() && members.size() == 1 && ready_removals_ < 3 && kazoo_name(members.front()) &&
         std::find(children.begin(), children.end(), ready_name) != children.end()) {
-        // We are out, one member is left and "ready" is still there: kazoo's lowest member waits
-        // for every other child, "ready" included (its leave deletes "ready" first, but one made
-        // again after that — a create resent late — would keep it, and us, waiting for ever).
-        // Nobody of the round is still entering: it goes now.
+        // We are out, one member is left, a kazoo member, and "ready" is still there: kazoo's
+        // lowest member waits for every other child, "ready" included (its leave deletes "ready"
+        // first, but one made again after that — a create resent late — would keep it, and us,
+        // waiting for ever). It goes now. Not for a Curator or zkr member: that one may be still
+        // entering, cut off, and "ready" is what tells it the round closed.
         phase_ = phase::removing_ready;
         return barrier_step::remove_ready{ready_};
     }
