@@ -118,6 +118,7 @@ public:
     std::chrono::steady_clock::time_point lease_until(std::int64_t session) const override;
     std::chrono::milliseconds session_timeout() const override { return std::chrono::milliseconds(negotiated_timeout_.load()); }
     std::uint64_t session_count() const override { return session_count_.load(); }
+    std::uint64_t connection_drops() const override { return connection_drops_.load(); }
     bool closed() const override { return closed_.load(); }
     /// The current session's id and password (for tests that expire it from outside).
     std::pair<std::int64_t, std::string> session_credentials() const;
@@ -292,6 +293,7 @@ private:
     std::atomic<std::uint64_t> c_client_down_{0};
     std::atomic<std::int64_t> negotiated_timeout_{0};
     std::atomic<std::uint64_t> session_count_{0};
+    std::atomic<std::uint64_t> connection_drops_{0};  // see session_port::connection_drops
     std::atomic<std::int64_t> last_sent_{0};   // steady clock ticks of the latest send
     std::atomic<std::int64_t> last_reply_{0};  // steady clock ticks of the server's latest answer
     // The low end of the round trips seen lately (stall_probe::next_round_trip_floor), in steady clock

@@ -231,6 +231,8 @@ void client_impl::note_handle_event(std::uint64_t generation, int zstate) noexce
     // Never for an older handle than the one recorded: a given-up handle stays open until it has
     // answered its requests, and its late events must not speak for the new one's connection.
     const std::uint64_t mine = (generation << 1) | (zstate == ZOO_CONNECTED_STATE ? 0 : 1);
+    // Any state but connected ends what the last connection carried (watch events included).
+    if (zstate != ZOO_CONNECTED_STATE) connection_drops_.fetch_add(1);
     std::uint64_t seen = c_client_down_.load();
     while ((seen >> 1) <= generation && !c_client_down_.compare_exchange_weak(seen, mine)) {
     }

@@ -80,6 +80,13 @@ public:
     virtual std::chrono::milliseconds session_timeout() const = 0;
     virtual bool is_connected() const = 0;
     virtual std::uint64_t session_count() const = 0;
+    /// How many times a connection of this client dropped (counted as the C client delivers its
+    /// CONNECTING event, before any reply of the next connection; a spurious count is possible, a
+    /// missed one is not). A watch set before a drop may have missed an event for good: a
+    /// reconnection's SetWatches replays a change only as the node stands then (an exists watch
+    /// sees nothing of a node made and deleted meanwhile). Read it in a reply's completion and
+    /// compare it with an earlier reading.
+    virtual std::uint64_t connection_drops() const = 0;
     virtual bool closed() const = 0;
     /// Called on the session thread, in order, before any user code hears of the event.
     virtual subscription on_session_event(std::function<void(const session_event&)> listener) = 0;

@@ -1,6 +1,6 @@
 /// \file
 /// zkr::double_barrier — members enter together and leave together, wire-compatible with
-/// Curator 5.4's DistributedDoubleBarrier (kazoo's DoubleBarrier has the same layout; untested).
+/// Curator 5.4's DistributedDoubleBarrier (kazoo 2.8's DoubleBarrier has the same layout; tested).
 #pragma once
 #include "zkr/export.hpp"
 
@@ -88,6 +88,10 @@ public:
     /// this member's node is deleted first). milliseconds::max() waits for ever; 0 makes the
     /// node and lists once. Throws
     /// zkr::system_error (the node deleted first), std::logic_error when already entered.
+    /// Curator's layout: errc::outcome_unknown when the connection dropped while the round may
+    /// have closed unseen (kazoo's leave deletes "ready" first: docs/coordination.md) — the
+    /// group may have passed without this member; it is never told true unless the group was
+    /// complete, and it does not wait out its deadline for a round that has gone.
     bool enter_for(std::chrono::milliseconds timeout);
     /// enter_for() without a deadline.
     void enter() { enter_for(std::chrono::milliseconds::max()); }

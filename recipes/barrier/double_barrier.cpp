@@ -141,6 +141,23 @@ private:
         if (t && threads_) asio::post(threads_->session, [t] { t->cancel(); });
     }
 
+    std::shared_ptr<watch_state> take_ready_watch() {
+        std::lock_guard lock(mutex_);
+        return std::exchange(ready_watch_, nullptr);
+    }
+    // Keeps the ready watch (watch_ready) for the rest of the call, if that read is still the
+    // machine's; drops it else.
+    void keep_ready_watch(std::uint64_t seq, const std::shared_ptr<watch_state>& ws) {
+        {
+            std::lock_guard lock(mutex_);
+            if (!finished_ && seq == seq_) {
+                ready_watch_ = ws;
+                return;
+            }
+        }
+        drop(ws);
+    }
+
     // Takes the watch the last watched read left (to wait on, or to drop).
     std::shared_ptr<watch_state> take_watch() {
         std::lock_guard lock(mutex_);
@@ -152,12 +169,23 @@ private:
         if (auto port = member_->port.lock()) port->remove_watch(ws, completion<>(completion<>::inline_fn([](error_code) {})));
     }
 
-    // A reply is the machine's only if it answers the last request sent.
+    // A reply is the machine's only if it answers the last request sent (and only the first
+    // such: a wait has two watches that may both fire).
     void on_reply(std::uint64_t seq, barrier_reply r) {
+        // Read as the reply came: a drop before it is counted (session_port::connection_drops).
+        if (auto port = member_->port.lock()) r.drops = port->connection_drops();
         double_barrier_fsm::request next;
         {
             std::lock_guard lock(mutex_);
             if (finished_ || seq != seq_) return;
+            ++seq_;
+            if (ready_watch_) {
+                std::lock_guard wl(ready_watch_->mutex);
+                if (ready_watch_->done) {
+                    r.ready_created = !ready_watch_->error && ready_watch_->fired == event_type::created;
+                    r.ready_watch_ended = !r.ready_created;
+                }
+            }
             next = machine_.on(r);
         }
         run(std::move(next));
@@ -179,6 +207,7 @@ private:
         if (auto* d = std::get_if<barrier_step::done>(&next)) return finish(std::move(*d));
         // Any step but a wait ends the watch of the last watched read.
         if (!std::holds_alternative<barrier_step::wait>(next)) drop(take_watch());
+        if (std::holds_alternative<barrier_step::watch_ready>(next)) drop(take_ready_watch());
         auto port = member_->port.lock();
         std::uint64_t seq;
         {
@@ -207,6 +236,7 @@ private:
                                                if (auto ws = watch_access::state(r.watch)) self->keep_watch(seq, ws);
                                                auto reply = barrier_error_reply(ec);
                                                reply.children = std::move(r.children);
+                                               reply.cversion = r.stat.cversion;
                                                self->on_reply(seq, std::move(reply));
                                            })));
                 } else if constexpr (std::is_same_v<S, barrier_step::watch_node>) {
@@ -217,6 +247,18 @@ private:
                                                        reply.exists = r.exists;
                                                        self->on_reply(seq, std::move(reply));
                                                    })));
+                } else if constexpr (std::is_same_v<S, barrier_step::watch_ready>) {
+                    port->exists(s.path, true, completion<exists_result>(completion<exists_result>::inline_fn(
+                                                   [self, seq](error_code ec, exists_result r) {
+                                                       if (auto ws = watch_access::state(r.watch)) self->keep_ready_watch(seq, ws);
+                                                       auto reply = barrier_error_reply(ec);
+                                                       reply.exists = r.exists;
+                                                       self->on_reply(seq, std::move(reply));
+                                                   })));
+                } else if constexpr (std::is_same_v<S, barrier_step::remove_ready>) {
+                    port->remove(s.path, any_version, completion<>(completion<>::inline_fn([self, seq](error_code ec) {
+                                     self->on_reply(seq, barrier_error_reply(ec));
+                                 })));
                 } else if constexpr (std::is_same_v<S, barrier_step::read_round>) {
                     port->exists(s.path, false, completion<exists_result>(completion<exists_result>::inline_fn(
                                                     [self, seq](error_code ec, exists_result r) {
@@ -236,12 +278,22 @@ private:
                                                             self->on_reply(seq, barrier_error_reply(ec));
                                                         })));
                 } else if constexpr (std::is_same_v<S, barrier_step::wait>) {
-                    std::shared_ptr<watch_state> ws;
+                    std::shared_ptr<watch_state> ws, ready;
                     {
                         std::lock_guard lock(mutex_);
                         ws = watch_;
+                        ready = ready_watch_;
                     }
                     if (!ws) return on_reply(seq, barrier_error_reply(make_error_code(errc::too_many_watches)));
+                    if (ready) {
+                        // "ready" made wakes the wait too (the machine reads why: ready_created).
+                        ready->wait_inline([self, seq](error_code wec, const watch_event&) {
+                            if (wec == errc::watch_removed) return;  // dropped by us
+                            auto reply = barrier_error_reply(wec == errc::client_closed ? wec : error_code{});
+                            reply.fired = !wec;
+                            self->on_reply(seq, std::move(reply));
+                        });
+                    }
                     ws->wait_inline([self, seq](error_code wec, const watch_event&) {
                         if (wec == errc::watch_removed) return;  // dropped by us
                         auto reply = barrier_error_reply(wec == errc::client_closed ? wec : error_code{});
@@ -278,6 +330,7 @@ private:
             bound = std::move(remove_bound_);
         }
         drop(take_watch());
+        drop(take_ready_watch());
         disarm(deadline);
         disarm(bound);
         if (!d.delete_after.empty()) {
@@ -314,6 +367,7 @@ private:
     answer_fn answer_;
     std::uint64_t seq_ = 0;
     std::shared_ptr<watch_state> watch_;
+    std::shared_ptr<watch_state> ready_watch_;  // Curator's layout, enter: kept for the whole call
     bool finished_ = false;
     timer_ptr deadline_timer_, remove_bound_;  // under mutex_
 };

@@ -1,6 +1,6 @@
 #include "double_barrier_fsm.hpp"
 
-#include "toolkit/blocking.hpp"
+#include "zkr/error.hpp"
 #include "zkr/path.hpp"
 
 #include <algorithm>
@@ -9,6 +9,12 @@ namespace zkr::detail {
 
 namespace {
 constexpr const char* ready_name = "ready";
+
+// kazoo names its members uuid4().hex: 32 lowercase hex digits (Curator and zkr: 36 characters,
+// with dashes).
+bool kazoo_name(const std::string& name) {
+    return name.size() == 32 && std::all_of(name.begin(), name.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
 
 std::vector<std::string> members_of(std::vector<std::string> children) {
     children.erase(std::remove(children.begin(), children.end(), ready_name), children.end());
@@ -62,7 +68,33 @@ double_barrier_fsm::request double_barrier_fsm::join_round() {
     return barrier_step::join{path_, version_, node_};
 }
 
+double_barrier_fsm::request double_barrier_fsm::arm_ready() {
+    // Before our node is made: from then on, a "ready" made for our round is seen, by a listing
+    // or by this watch's event (issue 44).
+    phase_ = phase::arming_ready;
+    ready_armed_ = false;
+    gap_ = have_baseline_;  // the next listing is checked against the last one: the watch was down
+    return barrier_step::watch_ready{ready_};
+}
+
+bool double_barrier_fsm::may_have_closed_unseen(const barrier_reply& r, const std::vector<std::string>& members) const {
+    // Between the baseline listing and this one (neither with "ready"), the barrier node's
+    // children changed r.cversion - base_cversion_ times: once per member that came or went for
+    // good (the symmetric difference), twice per child made and deleted in between — "ready"
+    // among them, if the round closed unseen. At most |union| + (those children - 1) members
+    // were then in at once: fewer than member_count, and nobody can have made "ready".
+    std::vector<std::string> both, either;
+    std::set_intersection(base_members_.begin(), base_members_.end(), members.begin(), members.end(), std::back_inserter(both));
+    std::set_union(base_members_.begin(), base_members_.end(), members.begin(), members.end(), std::back_inserter(either));
+    const long changes = static_cast<long>(r.cversion) - base_cversion_;
+    const long came_or_went = static_cast<long>(either.size() - both.size());
+    const long passing = (changes - came_or_went) / 2;  // children made and deleted in between
+    if (passing < 1) return false;                      // "ready" was never made
+    return static_cast<long>(either.size()) + passing - 1 >= member_count_;
+}
+
 double_barrier_fsm::request double_barrier_fsm::make_own() {
+    if (!reusable_ && !leaving_ && !ready_armed_) return arm_ready();
     phase_ = phase::creating_own;
     own_ = true;  // from here on, a give-up deletes it
     return barrier_step::create{node_, create_mode::ephemeral};
@@ -128,7 +160,8 @@ double_barrier_fsm::request double_barrier_fsm::give_up(error_code reason) {
     return answer_after_own_delete(barrier_step::done{false, reason == errc::timed_out ? error_code{} : reason, {}, {}, {}});
 }
 
-double_barrier_fsm::request double_barrier_fsm::evaluate_enter(const std::vector<std::string>& children) {
+double_barrier_fsm::request double_barrier_fsm::evaluate_enter(const barrier_reply& r) {
+    const auto& children = r.children;
     bool ready = std::find(children.begin(), children.end(), ready_name) != children.end();
     bool ours = std::find(children.begin(), children.end(), name_) != children.end();
     if (reusable_) {
@@ -150,9 +183,35 @@ double_barrier_fsm::request double_barrier_fsm::evaluate_enter(const std::vector
         }
         if (!ours) return join_round();  // our session expired while we waited: again, if still open
     }
+    if (!reusable_) {
+        // Curator's layout. The ready watch stood before our node was made; a listing before it
+        // too (the first baseline). "ready" made since: our round closed, though kazoo's leave
+        // may have deleted it since.
+        if (r.ready_watch_ended) ready_armed_ = false;  // with its session (our node with it)
+        if (ours && (ready || r.ready_created)) return finish(true);
+        auto members = members_of(children);
+        // A group complete now (ours in it) needs no proof of the past: "ready" is made below.
+        const bool complete = ours && static_cast<int>(members.size()) >= member_count_;
+        if (!ready_armed_ || r.drops != armed_drops_ || gap_) {
+            // The watch may have missed "ready" made and deleted (a connection dropped since it
+            // was set): only the children's count of changes since the last listing can tell.
+            if (ours && !complete && (!have_baseline_ || may_have_closed_unseen(r, members)))
+                return fail(make_error_code(errc::outcome_unknown),
+                            "cut off from " + quoted_path(path_) +
+                                " while its round may have closed: \"ready\" may have been made and deleted unseen "
+                                "(kazoo's leave deletes it first); whether the group was complete is unknown");
+            armed_drops_ = r.drops;  // a reconnection set the watch again before this listing
+            gap_ = false;
+        }
+        have_baseline_ = true;
+        base_cversion_ = r.cversion;
+        base_members_ = std::move(members);
+        if (!ready_armed_) return arm_ready();  // then a listing, then our node if it is not there
+    }
     if (!ours) {
         // Our session expired while we waited, and our node with it: enter again on the new one
-        // (nobody passes on our old node, and we do not pass without one).
+        // (nobody passes on our old node, and we do not pass without one). Curator's layout: or
+        // the baseline listing before our node.
         return make_own();
     }
     if (ready) return finish(true);
@@ -183,6 +242,16 @@ double_barrier_fsm::request double_barrier_fsm::evaluate_leave(const std::vector
     }
     auto ours = std::find(members.begin(), members.end(), name_);
     if (ours == members.end()) own_ = false;
+    if (!reusable_ && ours == members.end() && members.size() == 1 && ready_removals_ < 3 && kazoo_name(members.front()) &&
+        std::find(children.begin(), children.end(), ready_name) != children.end()) {
+        // We are out, one member is left, a kazoo member, and "ready" is still there: kazoo's
+        // lowest member waits for every other child, "ready" included (its leave deletes "ready"
+        // first, but one made again after that — a create resent late — would keep it, and us,
+        // waiting for ever). It goes now. Not for a Curator or zkr member: that one may be still
+        // entering, cut off, and "ready" is what tells it the round closed.
+        phase_ = phase::removing_ready;
+        return barrier_step::remove_ready{ready_};
+    }
     if (ours != members.end() && (members.size() == 1 || ours != members.begin())) {
         // The last one, or not the lowest: our node goes, then we look again.
         phase_ = phase::removing;
@@ -201,6 +270,7 @@ double_barrier_fsm::request double_barrier_fsm::on_phase(const barrier_reply& r)
             phase_ = phase::reading_round;
             return barrier_step::read_round{path_};
         }
+        if (!ready_armed_) return arm_ready();
         return make_own();
     case phase::reading_round:
         if (r.error) return fail(r.error, "reading " + quoted_path(path_));
@@ -255,7 +325,7 @@ double_barrier_fsm::request double_barrier_fsm::on_phase(const barrier_reply& r)
             return finish(true, ready_);  // the container went with its last member
         }
         if (r.error) return fail(r.error, "listing " + quoted_path(dir_));
-        return leaving_ ? evaluate_leave(r.children) : evaluate_enter(r.children);
+        return leaving_ ? evaluate_leave(r.children) : evaluate_enter(r);
     case phase::making_ready:
         // Reusable: no_node, a member of the group has gone since the listing (ours perhaps,
         // with its session): look again. bad_version: the group's nodes were all there (checked
@@ -263,10 +333,18 @@ double_barrier_fsm::request double_barrier_fsm::on_phase(const barrier_reply& r)
         if (reusable_ && r.error == errc::no_node) return list_again();
         // Given up on (connection trouble): it may have been applied, and the others may be
         // through counting us. The listing decides ("ready" there: through); failing there, it fails.
-        if (blocking::in_doubt(r.error)) return list_again();
+        if (may_have_been_applied(r.error)) return list_again();
         if (r.error && r.error != errc::node_exists && !(reusable_ && r.error == errc::bad_version))
             return fail(r.error, "creating " + quoted_path(ready_));
         return finish(true);
+    case phase::arming_ready:
+        if (r.error) return fail(r.error, "watching " + quoted_path(ready_));
+        ready_armed_ = true;
+        armed_drops_ = r.drops;
+        return list_again();  // the baseline (before our node, the first time)
+    case phase::removing_ready:  // whatever the answer (no_node: gone already; else the listing shows it)
+        ++ready_removals_;
+        return list_again();
     case phase::waiting:
         if (r.error == errc::too_many_watches) return fail(r.error, "watching under " + quoted_path(dir_));
         return list_again();  // fired, or ended with its session: look again

@@ -8,6 +8,18 @@
 // what it asks for, keeps the watch of its last watched read for a `wait`, and drops that watch
 // whenever the machine asks for anything else.
 //
+// Curator's layout beside kazoo's members (issue 44): kazoo's leave deletes "ready" first, so a
+// member may never see "ready" although its round closed. An enter watches "ready" (exists, set
+// before its first listing, kept for the whole call): the watch's `created` is proof that the
+// round closed. A connection drop may lose that event for good (a reconnection does not replay an
+// exists watch for a node made and deleted meanwhile): after one, the listing is checked against
+// the last one (the barrier node's cversion counts every child made and deleted): no child came
+// and went unseen, or too few to have completed a group, and it waits on; else it cannot know, and
+// answers errc::outcome_unknown (its node deleted first) instead of waiting out its deadline. A
+// leave that is out while one member is left and "ready" is still there deletes "ready": kazoo's
+// lowest member waits for every child, "ready" included, and one made again late (a create resent
+// after its reply was lost, once kazoo's leave had deleted it) would keep every leave waiting.
+//
 // Reusable mode (zkr's own layout, no Curator or kazoo peer): the members of round V are under
 // "<path>/round-<V>", where V is the data version of <path> itself. An entrant reads V and makes
 // its node by a multi (check <path> at version V, create its node): it can only join a round
@@ -59,7 +71,13 @@ struct close_round {
     std::int32_t version = 0;
     std::string data;
 };
-struct wait {};                           ///< for the watch the last watched read left
+/// Curator's layout, enter: exists(`path`, the round's "ready") with a watch that the driver keeps
+/// for the rest of the call (never dropped by another step; replaced by the next watch_ready);
+/// every later reply says whether it fired `created` (barrier_reply::ready_created).
+struct watch_ready { std::string path; };
+/// Curator's layout, leave: delete `path` ("ready"; any version, no_node is fine), not resent.
+struct remove_ready { std::string path; };
+struct wait {};                           ///< for the watch the last watched read left (and the ready watch)
 /// Delete our node, and hear back: resent while the session lives (guaranteed), so that nobody
 /// counts a member that gave up once the call has returned.
 struct remove_own { std::string path; };
@@ -79,13 +97,21 @@ struct barrier_reply {
     bool exists = false;                ///< for watch_node, read_round
     std::int32_t version = 0;           ///< for read_round: the path's data version
     bool fired = false;                 ///< for wait: the watch fired (else it ended with its session)
+    std::int32_t cversion = 0;          ///< for list: the barrier node's children version
+    /// Any reply: session_port::connection_drops() as the reply came.
+    std::uint64_t drops = 0;
+    /// Any reply: the ready watch (watch_ready) fired `created` ("ready" was made since it was set).
+    bool ready_created = false;
+    /// Any reply: the ready watch ended without that (its session lost, or removed).
+    bool ready_watch_ended = false;
 };
 
 class double_barrier_fsm {
 public:
     using request = std::variant<barrier_step::make_parents, barrier_step::create, barrier_step::list,
                                  barrier_step::watch_node, barrier_step::wait, barrier_step::remove_own, barrier_step::read_round,
-                                 barrier_step::join, barrier_step::close_round, barrier_step::remove_round, barrier_step::done>;
+                                 barrier_step::join, barrier_step::close_round, barrier_step::remove_round,
+                                 barrier_step::watch_ready, barrier_step::remove_ready, barrier_step::done>;
 
     /// `once`: a zero timeout — enter lists once and gives up instead of waiting. `reusable`: the
     /// rounds' layout (else Curator's); a reusable leave is given the `round` its enter passed in.
@@ -106,13 +132,14 @@ public:
 private:
     enum class phase {
         idle, making_parents, creating_own, listing, making_ready, waiting, watching, removing, finished,
-        reading_round, making_round, joining, removing_round  // reusable mode
+        reading_round, making_round, joining, removing_round,  // reusable mode
+        arming_ready, removing_ready                           // Curator's layout
     };
 
     request on_phase(const barrier_reply& r);
     bool may_give_up_now() const noexcept;
     request make_own();
-    request evaluate_enter(const std::vector<std::string>& children);
+    request evaluate_enter(const barrier_reply& r);
     request evaluate_leave(const std::vector<std::string>& children);
     request fail(error_code ec, std::string what);
     request give_up(error_code reason);
@@ -123,6 +150,8 @@ private:
     request enter_round(std::int32_t version);
     request join_round();
     void set_dir(std::string dir);
+    request arm_ready();
+    bool may_have_closed_unseen(const barrier_reply& r, const std::vector<std::string>& members) const;
 
     std::string path_, name_;
     std::string dir_, node_, ready_;  // the members' node (the path, or the round's), ours, its "ready"
@@ -138,6 +167,14 @@ private:
     bool parents_retried_ = false;
     std::optional<barrier_step::done> pending_;  // what to answer once our node is deleted
     std::optional<error_code> deferred_;         // a give-up asked for where it could not be made
+    // Curator's layout, enter: the ready watch and the last listing checked against it.
+    bool ready_armed_ = false;        // the ready watch stands
+    std::uint64_t armed_drops_ = 0;   // connection drops when it was set (or last checked)
+    bool have_baseline_ = false;      // a listing checked against the watch (or the one before)
+    bool gap_ = false;                // set again after the baseline: the next listing is checked
+    std::int32_t base_cversion_ = 0;
+    std::vector<std::string> base_members_;
+    int ready_removals_ = 0;          // leave: "ready" deleted while one member is left
 };
 
 }  // namespace zkr::detail

@@ -60,6 +60,4 @@ void create_containers(session_port& port, const std::string& path, error_code& 
 
 std::string member_uuid() { return random_uuid(); }
 
-bool in_doubt(error_code ec) { return may_have_been_applied(ec); }
-
 }  // namespace zkr::detail::blocking

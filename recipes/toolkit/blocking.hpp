@@ -33,7 +33,4 @@ void create_containers(session_port& port, const std::string& path, error_code& 
 /// The "<uuid>" Curator's DistributedDoubleBarrier names its members with (36 characters).
 std::string member_uuid();
 
-/// zkr::may_have_been_applied, for the machines that still call it so (the double barrier's).
-bool in_doubt(error_code ec);
-
 }  // namespace zkr::detail::blocking

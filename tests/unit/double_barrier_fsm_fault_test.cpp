@@ -29,14 +29,48 @@ struct model {
     bool ready = false;
     std::set<std::string> members;  // names
 
+    // The barrier node's cversion: every child made or deleted counts (sync() counts what changed
+    // since it last looked; passing() what was made and deleted in between, unseen).
+    std::int32_t cversion = 7;
+    std::set<std::string> seen;
+    bool synced = false;
+    // The ready watch (watch_ready) and the connection it stands on.
+    bool ready_watch = false;   // set and not fired
+    bool ready_fired = false;   // fired created
+    bool ready_ended = false;   // ended with its session
+    std::uint64_t drops = 0;    // connection drops (session_port::connection_drops)
+
     std::vector<std::string> children() const {
         std::vector<std::string> c(members.begin(), members.end());
         if (ready) c.push_back("ready");
         return c;
     }
+    void sync() {
+        auto now = children();
+        std::set<std::string> current(now.begin(), now.end());
+        if (synced) {
+            for (auto& c : current) cversion += seen.count(c) ? 0 : 1;
+            for (auto& c : seen) cversion += current.count(c) ? 0 : 1;
+            // "ready" made while the watch stands on a live connection: it fires.
+            if (ready_watch && current.count("ready") && !seen.count("ready")) {
+                ready_watch = false;
+                ready_fired = true;
+            }
+        }
+        seen = std::move(current);
+        synced = true;
+    }
+    /// `n` children made and deleted between two looks (by others, while we were cut off).
+    void passing(int n) { cversion += 2 * n; }
+    /// The connection drops and comes back: what the ready watch would have said meanwhile is lost.
+    void drop() { ++drops; }
     void expire() {
+        sync();
         members.erase(our_name);
         if (members.empty() && !ready) container = false;  // a container's last child gone: reaped
+        if (ready_watch) ready_ended = true;
+        ready_watch = false;
+        sync();
     }
 };
 
@@ -117,6 +151,7 @@ struct outcome {
 template <class World>
 barrier_reply apply(model& m, const double_barrier_fsm::request& q, World& world) {
     barrier_reply x;
+    m.sync();
     std::visit(
         [&](const auto& s) {
             using S = std::decay_t<decltype(s)>;
@@ -131,12 +166,23 @@ barrier_reply apply(model& m, const double_barrier_fsm::request& q, World& world
                 } else if (m.members.count(name)) x.error = make_error_code(errc::node_exists);
                 else m.members.insert(name);
             } else if constexpr (std::is_same_v<S, barrier_step::list>) {
+                m.sync();
                 if (!m.container) x.error = make_error_code(errc::no_node);
                 else x.children = m.children();
+                x.cversion = m.cversion;
             } else if constexpr (std::is_same_v<S, barrier_step::watch_node>) {
                 x.exists = m.members.count(std::string(node_name(s.path))) > 0;
+            } else if constexpr (std::is_same_v<S, barrier_step::watch_ready>) {
+                x.exists = m.ready;
+                m.ready_watch = !m.ready;
+                m.ready_fired = m.ready_ended = false;
+            } else if constexpr (std::is_same_v<S, barrier_step::remove_ready>) {
+                m.ready = false;
+                if (m.members.empty()) m.container = false;
             } else if constexpr (std::is_same_v<S, barrier_step::wait>) {
+                m.sync();
                 world(m);
+                m.sync();
                 x.fired = true;
             } else if constexpr (std::is_same_v<S, barrier_step::remove_own>) {
                 m.members.erase(std::string(node_name(s.path)));
@@ -144,6 +190,10 @@ barrier_reply apply(model& m, const double_barrier_fsm::request& q, World& world
             }
         },
         q);
+    m.sync();
+    x.drops = m.drops;
+    x.ready_created = m.ready_fired;
+    x.ready_watch_ended = m.ready_ended;
     return x;
 }
 
@@ -248,6 +298,10 @@ outcome run(Model& m, bool leaving, int member_count, fault f, int at, World wor
             return o;
         }
         const fault here = o.steps++ == at ? f : fault::none;
+        if constexpr (std::is_same_v<Model, model>) {
+            // Every fault but a deadline comes with a connection dropped.
+            if (here != fault::none && here != fault::abandoned_in_flight) m.drop();
+        }
         if (here == fault::expired_before) m.expire();
         if constexpr (std::is_same_v<Model, rounds_model>) {
             if (here == fault::round_closes_before) m.fill_and_close(member_count);  // the others are quicker
@@ -623,4 +677,143 @@ TEST_CASE("reusable double barrier machine: a rejoin that finds the path's versi
         REQUIRE(std::holds_alternative<barrier_step::done>(next));
         CHECK(std::get<barrier_step::done>(next).passed);
     }
+}
+
+namespace {
+
+// Issue 44: the rest of the group goes through the round at the machine's first wait — `cut`:
+// while the member is cut off (the connection drops: the ready watch's event is lost) — and does
+// nothing more after. Returns the outcome; the run fails if the machine waits on for ever.
+template <class World>
+outcome round_at_first_wait(model& m, World world) {
+    int waits = 0;
+    return run(m, false, 4, fault::none, -1, [&](model& x) {
+        if (waits++ == 0) world(x);
+    });
+}
+
+}  // namespace
+
+TEST_CASE("double barrier machine: a ready made and deleted while the member is cut off is never waited out, and never taken for a pass without proof",
+          "[double_barrier][faults][issue44]") {
+    SECTION("cut off while the group completes and kazoo's leave deletes ready: outcome unknown, its node deleted") {
+        auto m = two_in();
+        auto o = round_at_first_wait(m, [](model& x) {
+            x.drop();
+            x.members.insert("m-c");  // the fourth: ready made, everyone else through
+            x.passing(1);             // "ready", made and deleted (kazoo's leave) unseen
+            x.members.erase("m-b");   // a kazoo leaver that is not the lowest deletes its node
+        });
+        CHECK_FALSE(o.done.passed);
+        CHECK(o.done.error == errc::outcome_unknown);
+        CHECK_FALSE(m.members.count(our_name));
+    }
+    SECTION("the same while connected: the ready watch's event proves the round closed") {
+        auto m = two_in();
+        auto o = round_at_first_wait(m, [](model& x) {
+            x.members.insert("m-c");
+            x.ready = true;
+            x.sync();  // the watch fires
+            x.ready = false;
+            x.members.erase("m-b");
+        });
+        CHECK(o.done.passed);
+        CHECK_FALSE(o.done.error);
+        CHECK(m.members.count(our_name));
+    }
+    SECTION("cut off before ready (one more member meanwhile): it waits on and passes with the group") {
+        auto m = two_in();
+        int waits = 0;
+        auto o = run(m, false, 5, fault::none, -1, [&](model& x) {  // five: the fourth comes while it is away
+            if (waits == 0) {
+                x.drop();
+                x.members.insert("m-c");
+            } else if (waits == 1) {
+                x.members.insert("m-d");
+            }
+            ++waits;
+        });
+        CHECK(waits == 2);
+        CHECK(o.done.passed);
+        CHECK_FALSE(o.done.error);
+        CHECK(o.members_at_pass >= 5);
+    }
+    SECTION("cut off while a member came and gave up (too few for a group): it waits on") {
+        auto m = two_in();
+        int waits = 0;
+        auto o = run(m, false, 4, fault::none, -1, [&](model& x) {
+            if (waits == 0) {
+                x.drop();
+                x.passing(1);  // one came and went: with the three in, never four at once
+            } else if (waits == 1) {
+                x.members.insert("m-c");
+                x.members.insert("m-d");
+            }
+            ++waits;
+        });
+        CHECK(waits == 2);
+        CHECK(o.done.passed);
+        CHECK_FALSE(o.done.error);
+    }
+    SECTION("cut off while ready was made and deleted and the whole group is still in: through, the group complete") {
+        auto m = two_in();
+        auto o = round_at_first_wait(m, [](model& x) {
+            x.drop();
+            x.members.insert("m-c");
+            x.passing(1);  // kazoo's lowest leaver deleted "ready"; nobody's node went yet
+        });
+        CHECK(o.done.passed);
+        CHECK(o.members_at_pass >= 4);
+    }
+}
+
+TEST_CASE("double barrier machine: a leave that is out deletes a ready made again late, for which kazoo's lowest member waits",
+          "[double_barrier][faults][issue44]") {
+    // kazoo's lowest leaver waits for every other child, "ready" included; a create of "ready"
+    // resent after kazoo's leave had deleted it made it again.
+    const std::string lowest = "00000000000000000000000000000000";  // kazoo's names: uuid4().hex
+    for (fault f : {fault::none, fault::gave_up, fault::reply_lost_resent}) {
+        for (int at = 0; at < 8; ++at) {
+            if (f == fault::none && at > 0) break;
+            INFO(name_of(f) << " at request " << at);
+            model m;
+            m.container = true;
+            m.ready = true;
+            m.members = {lowest, our_name};
+            auto kazoo_lowest = [&](model& x) {
+                if (!x.ready && x.members == std::set<std::string>{lowest}) x.members.erase(lowest);  // alone: it goes
+            };
+            auto o = run(m, true, 2, f, f == fault::none ? -1 : at, kazoo_lowest);
+            CHECK_FALSE(m.members.count(our_name));
+            if (o.done.passed) {
+                CHECK(o.members_at_pass == 0);
+                CHECK_FALSE(m.ready);
+            } else {
+                CHECK(o.done.error == errc::connection_loss);
+            }
+        }
+    }
+}
+
+TEST_CASE("double barrier machine: a leave that is out keeps ready for a Curator or zkr member still entering, cut off",
+          "[double_barrier][faults][issue44]") {
+    // The one member left is not kazoo's: it may be still entering (cut off while its round
+    // closed), and "ready" is what tells it so when it comes back. It passes on it, then leaves.
+    const std::string other = "0a1b2c3d-0000-4000-8000-000000000000";  // Curator's and zkr's names: 36 characters
+    model m;
+    m.container = true;
+    m.ready = true;
+    m.members = {other, our_name};
+    bool passed_on_ready = false;
+    auto comes_back = [&](model& x) {
+        if (x.ready && x.members.count(other)) {
+            passed_on_ready = true;  // it sees "ready": through; then it leaves, alone
+            x.members.erase(other);
+        }
+    };
+    auto o = run(m, true, 2, fault::none, -1, comes_back);
+    CHECK(passed_on_ready);
+    CHECK(o.done.passed);
+    CHECK(m.members.empty());
+    CHECK_FALSE(m.ready);  // the last one out deletes it
 }
