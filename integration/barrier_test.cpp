@@ -37,17 +37,6 @@ namespace {
 
 using steady = std::chrono::steady_clock;
 
-// The children of `path` other than "ready" (a double barrier's members), sorted.
-std::vector<std::string> members(zkr::client& c, const std::string& path) {
-    zkr::error_code ec;
-    auto r = c.get_children(path, ec);
-    if (ec == errc::no_node) return {};
-    REQUIRE_FALSE(ec);
-    auto kids = r.children;
-    kids.erase(std::remove(kids.begin(), kids.end(), "ready"), kids.end());
-    std::sort(kids.begin(), kids.end());
-    return kids;
-}
 
 }  // namespace
 
@@ -184,7 +173,7 @@ TEST_CASE("double barrier: four members enter together and leave together, leavi
         }));
     }
     for (int i = 0; i < n - 1; ++i) go_in[i].set_value();
-    REQUIRE(eventually([&] { return members(observer, path).size() == n - 1; }));
+    REQUIRE(eventually([&] { return zkr::test::barrier_members(observer, path).size() == n - 1; }));
     CHECK(holds_throughout([&] { return entered.load() == 0; }, 500ms));  // three are not enough
     go_in[n - 1].set_value();
     REQUIRE(eventually([&] { return entered.load() == n; }));
@@ -194,7 +183,7 @@ TEST_CASE("double barrier: four members enter together and leave together, leavi
     CHECK(holds_throughout([&] { return left.load() == 0; }, 500ms));
     go_out[n - 1].set_value();
     for (auto& m : members_done) CHECK(m.get() == std::pair{true, true});
-    CHECK(members(observer, path).empty());
+    CHECK(zkr::test::barrier_members(observer, path).empty());
     CHECK_FALSE(observer.exists(path + "/ready").exists);
 }
 
@@ -206,9 +195,9 @@ TEST_CASE("double barrier: an entrant that times out deletes its node, so a late
     auto start = steady::now();
     CHECK_FALSE(first.enter_for(200ms));
     CHECK(steady::now() - start < 3s);
-    CHECK(members(a, path).empty());  // gone before the call returned (read through the writer)
+    CHECK(zkr::test::barrier_members(a, path).empty());  // gone before the call returned (read through the writer)
     CHECK_FALSE(late.enter_for(200ms));  // alone: does not pass
-    CHECK(members(b, path).empty());
+    CHECK(zkr::test::barrier_members(b, path).empty());
     // Both in: both pass.
     auto in_a = std::async(std::launch::async, [&] { return first.enter_for(20s); });
     CHECK(late.enter_for(20s));
@@ -235,7 +224,7 @@ TEST_CASE("double barrier: an entrant whose listing cannot be answered by its de
     CHECK(proxy.replies_lost() == 1);
     // Its node: deleted once it could be, or gone with the session; never left for a late entrant.
     proxy.refuse_connections(false);
-    CHECK(eventually([&] { return members(observer, path).empty(); }, 15s));
+    CHECK(eventually([&] { return zkr::test::barrier_members(observer, path).empty(); }, 15s));
     zkr::double_barrier late(observer, path, 2);
     CHECK_FALSE(late.enter_for(300ms));  // alone: does not pass
 }
@@ -259,10 +248,10 @@ TEST_CASE("double barrier: an entrant whose deadline passes while its create's a
     CHECK(proxy.replies_held() == 1);
     CHECK(took >= 200ms);
     CHECK(took < 200ms + 6s);  // bounded by a session timeout past its deadline (the header's promise)
-    CHECK(members(observer, path).empty());  // deleted before it returned
+    CHECK(zkr::test::barrier_members(observer, path).empty());  // deleted before it returned
     zkr::double_barrier late(observer, path, 2);
     CHECK_FALSE(late.enter_for(300ms));  // alone: does not pass
-    CHECK(members(observer, path).empty());
+    CHECK(zkr::test::barrier_members(observer, path).empty());
 }
 
 TEST_CASE("double barrier: a member whose session expires while it waits enters again, and nobody passes early",
@@ -271,13 +260,13 @@ TEST_CASE("double barrier: a member whose session expires while it waits enters 
     zkr::client a(test_options(connect)), b(test_options(connect)), observer(test_options(connect));
     zkr::double_barrier ma(a, path, 2), mb(b, path, 2);
     auto entering = std::async(std::launch::async, [&] { return ma.enter_for(30s); });
-    REQUIRE(eventually([&] { return members(observer, path).size() == 1; }));
+    REQUIRE(eventually([&] { return zkr::test::barrier_members(observer, path).size() == 1; }));
     auto old_session = a.session_id();
     zkr::testkit::expire_session(a, connect);
     REQUIRE(eventually([&] { return a.is_connected() && a.session_id() != old_session; }, 15s));
     // Its node went with its session; it made a new one on the new session, and waits.
     REQUIRE(eventually([&] {
-        auto m = members(observer, path);
+        auto m = zkr::test::barrier_members(observer, path);
         return m.size() == 1 && observer.exists(path + "/" + m[0]).stat.ephemeral_owner == a.session_id();
     }));
     CHECK(entering.wait_for(300ms) == std::future_status::timeout);
@@ -295,7 +284,7 @@ TEST_CASE("double barrier: a member whose container was reaped with its expired 
     zkr::client a(test_options(proxy.address(), 10000ms)), b(test_options(first_server(connect)));
     zkr::double_barrier ma(a, path, 2), mb(b, path, 2);
     auto entering = std::async(std::launch::async, [&] { return ma.enter_for(60s); });
-    REQUIRE(eventually([&] { return members(b, path).size() == 1; }));
+    REQUIRE(eventually([&] { return zkr::test::barrier_members(b, path).size() == 1; }));
     // a's session ends while a cannot reach the server: its node goes, and with its last child
     // the barrier's container (the server reaps it), before a lists again.
     auto old = zkr::testkit::credentials_of(a);
@@ -306,7 +295,7 @@ TEST_CASE("double barrier: a member whose container was reaped with its expired 
     proxy.refuse_connections(false);
     // a makes the container and its node again, on its new session, and waits for a second member.
     REQUIRE(eventually([&] {
-        auto m = members(b, path);
+        auto m = zkr::test::barrier_members(b, path);
         return m.size() == 1 && a.session_id() != old.id && b.exists(path + "/" + m[0]).stat.ephemeral_owner == a.session_id();
     }, 20s));
     CHECK(entering.wait_for(0ms) == std::future_status::timeout);
@@ -327,7 +316,7 @@ TEST_CASE("double barrier: zkr and Curator members enter and leave one barrier t
     auto e1 = std::async(std::launch::async, [&] { return z1.enter_for(30s); });
     auto t1 = curator.dbarrier_enter_send("d1", 30s);
     auto e2 = std::async(std::launch::async, [&] { return z2.enter_for(30s); });
-    REQUIRE(eventually([&] { return members(observer, path).size() == 3; }));
+    REQUIRE(eventually([&] { return zkr::test::barrier_members(observer, path).size() == 3; }));
     CHECK(e1.wait_for(300ms) == std::future_status::timeout);  // three of four
     auto t2 = curator.dbarrier_enter_send("d2", 30s);
     CHECK(e1.get());
@@ -341,7 +330,7 @@ TEST_CASE("double barrier: zkr and Curator members enter and leave one barrier t
     CHECK(l1.get());
     CHECK(curator.ok(u1, 30s).args.at(0) == "true");
     CHECK(curator.ok(u2, 30s).args.at(0) == "true");
-    CHECK(members(observer, path).empty());
+    CHECK(zkr::test::barrier_members(observer, path).empty());
 }
 
 TEST_CASE("double barrier: zkr and kazoo members enter and leave one barrier together", "[double_barrier][interop]") {
@@ -352,7 +341,7 @@ TEST_CASE("double barrier: zkr and kazoo members enter and leave one barrier tog
     auto e1 = std::async(std::launch::async, [&] { return z1.enter_for(30s); });
     k1.tell();
     auto e2 = std::async(std::launch::async, [&] { return z2.enter_for(30s); });
-    REQUIRE(eventually([&] { return members(observer, path).size() == 3; }));
+    REQUIRE(eventually([&] { return zkr::test::barrier_members(observer, path).size() == 3; }));
     CHECK(e1.wait_for(300ms) == std::future_status::timeout);  // three of four: nobody through
     CHECK_FALSE(k1.said(0ms));
     k2.tell();
@@ -369,7 +358,7 @@ TEST_CASE("double barrier: zkr and kazoo members enter and leave one barrier tog
     CHECK(k2.said(30s) == std::optional<std::string>("left"));
     CHECK(k1.wait() == 0);
     CHECK(k2.wait() == 0);
-    CHECK(members(observer, path).empty());
+    CHECK(zkr::test::barrier_members(observer, path).empty());
 }
 
 TEST_CASE("double barrier: a member that comes while a round is in passes at once in Curator's layout, and waits for a group of its own when reusable",
@@ -399,7 +388,7 @@ TEST_CASE("double barrier: a member that comes while a round is in passes at onc
     }
     CHECK(ma.node_path() == path + "/round-0/" + std::string(zkr::node_name(ma.node_path())));
     CHECK_FALSE(mc.enter_for(500ms));  // round 0 closed: c waits in round 1, alone, and gives up
-    CHECK(members(a, path + "/round-1").empty());  // its node deleted before it returned
+    CHECK(zkr::test::barrier_members(a, path + "/round-1").empty());  // its node deleted before it returned
     // a and b leave round 0; a and c meet in round 1 (b's node in round 0 is not waited for by them).
     auto out_a = std::async(std::launch::async, [&] { return ma.leave_for(20s); });
     CHECK(mb.leave_for(20s));
@@ -431,7 +420,7 @@ TEST_CASE("double barrier: reusable, a join whose reply is lost is resent and co
     if (closed_before_resend) proxy.refuse_connections(true);  // a cannot resend until let in
     proxy.lose_next_reply({zkr::test::zk_op::multi});
     auto in_a = std::async(std::launch::async, [&] { return ma.enter_for(30s); });
-    REQUIRE(eventually([&] { return proxy.replies_lost() == 1 && members(b, path + "/round-0").size() == 1; }));
+    REQUIRE(eventually([&] { return proxy.replies_lost() == 1 && zkr::test::barrier_members(b, path + "/round-0").size() == 1; }));
     if (!closed_before_resend) {
         REQUIRE(eventually([&] { return proxy.requests_seen(zkr::test::zk_op::multi) == 2; }, 15s));  // resent
         CHECK(mb.enter_for(20s));
@@ -442,12 +431,12 @@ TEST_CASE("double barrier: reusable, a join whose reply is lost is resent and co
     }
     CHECK(in_a.get());
     CHECK(ma.node_path() == path + "/round-0/" + std::string(zkr::node_name(ma.node_path())));
-    CHECK(members(b, path + "/round-0").size() == 2);  // one node each
+    CHECK(zkr::test::barrier_members(b, path + "/round-0").size() == 2);  // one node each
     auto out_a = std::async(std::launch::async, [&] { return ma.leave_for(20s); });
     CHECK(mb.leave_for(20s));
     CHECK(out_a.get());
     CHECK(b.exists(path).stat.version == 1);  // round 0 closed once
-    CHECK(eventually([&] { return members(b, path + "/round-0").empty(); }));
+    CHECK(eventually([&] { return zkr::test::barrier_members(b, path + "/round-0").empty(); }));
 }
 
 TEST_CASE("double barrier: reusable, three members meet round after round on one path, nobody in before all entered nor out before all left",
@@ -789,7 +778,7 @@ TEST_CASE("double barrier: async members enter together and leave together, on t
     for (int i = 0; i < n; ++i) members_of_round.push_back(std::make_unique<zkr::double_barrier>(c, path, n));
     std::vector<std::future<bool>> in;
     for (int i = 0; i < n - 1; ++i) in.push_back(members_of_round[i]->async_enter(boost::asio::use_future));
-    REQUIRE(eventually([&] { return members(observer, path).size() == n - 1; }));
+    REQUIRE(eventually([&] { return zkr::test::barrier_members(observer, path).size() == n - 1; }));
     CHECK(holds_throughout([&] { return in[0].wait_for(0ms) == std::future_status::timeout; }, 500ms));  // three are not enough
     // The last one with a callback: it runs on the client's executor.
     std::promise<bool> last_in;
@@ -813,7 +802,7 @@ TEST_CASE("double barrier: async members enter together and leave together, on t
         REQUIRE(f.wait_for(20s) == std::future_status::ready);
         CHECK(f.get());
     }
-    CHECK(members(observer, path).empty());
+    CHECK(zkr::test::barrier_members(observer, path).empty());
     CHECK(eventually([&] { return !observer.exists(path + "/ready").exists; }));
 }
 
@@ -843,7 +832,7 @@ TEST_CASE("double barrier: an async enter times out or is cancelled with its nod
     // Cancelled (any type): errc::cancelled, node and watch gone.
     boost::asio::cancellation_signal cancel;
     auto cancelled = alone.async_enter(boost::asio::bind_cancellation_slot(cancel.slot(), boost::asio::use_future));
-    REQUIRE(eventually([&] { return members(c, "/async/dbarrier").size() == 1 && cluster.watch_count(0) == watches_before + 2; }));
+    REQUIRE(eventually([&] { return zkr::test::barrier_members(c, "/async/dbarrier").size() == 1 && cluster.watch_count(0) == watches_before + 2; }));
     cancel.emit(boost::asio::cancellation_type::terminal);
     REQUIRE(cancelled.wait_for(10s) == std::future_status::ready);
     try {
@@ -852,7 +841,7 @@ TEST_CASE("double barrier: an async enter times out or is cancelled with its nod
     } catch (const zkr::system_error& e) {
         CHECK(e.code() == errc::cancelled);
     }
-    CHECK(members(c, "/async/dbarrier").empty());
+    CHECK(zkr::test::barrier_members(c, "/async/dbarrier").empty());
     CHECK(eventually([&] { return cluster.watch_count(0) == watches_before; }));
 
     // Misuse is an error, not a hang: leaving before entering, a second call while one runs.
@@ -883,13 +872,13 @@ TEST_CASE("double barrier: an async enter times out or is cancelled with its nod
     {
         zkr::double_barrier orphan(c, "/async/orphan", 2);
         orphan_in = orphan.async_enter(boost::asio::use_future);
-        REQUIRE(eventually([&] { return members(c, "/async/orphan").size() == 1; }));
+        REQUIRE(eventually([&] { return zkr::test::barrier_members(c, "/async/orphan").size() == 1; }));
     }
     zkr::double_barrier partner2(c, "/async/orphan", 2);
     CHECK(partner2.enter_for(20s));
     REQUIRE(orphan_in.wait_for(10s) == std::future_status::ready);
     CHECK(orphan_in.get());
-    CHECK(eventually([&] { return members(c, "/async/orphan") == std::vector<std::string>{std::string(zkr::node_name(partner2.node_path()))}; }));
+    CHECK(eventually([&] { return zkr::test::barrier_members(c, "/async/orphan") == std::vector<std::string>{std::string(zkr::node_name(partner2.node_path()))}; }));
     CHECK(partner2.leave_for(20s));
     CHECK(eventually([&] { return cluster.watch_count(0) == watches_before; }));
 }

@@ -52,17 +52,6 @@ const char* name_of(phase p) {
     return "?";
 }
 
-// The children of `path` other than "ready", sorted.
-std::vector<std::string> members_of(zkr::client& c, const std::string& path) {
-    zkr::error_code ec;
-    auto r = c.get_children(path, ec);
-    if (ec == errc::no_node) return {};
-    REQUIRE_FALSE(ec);
-    auto kids = r.children;
-    kids.erase(std::remove(kids.begin(), kids.end(), "ready"), kids.end());
-    std::sort(kids.begin(), kids.end());
-    return kids;
-}
 
 // What a zkr call answered: passed, or the error it threw.
 struct answer {
@@ -142,10 +131,10 @@ TEST_CASE("double barrier: zkr members cut off at each phase of a round beside C
     if (p == phase::before_ready) {
         auto e1 = call_async(z1.barrier, false, 60s), e2 = call_async(z2.barrier, false, 60s);
         auto t1 = curator.dbarrier_enter_send("c1", 60s);
-        REQUIRE(eventually([&] { return members_of(observer, path).size() == 3; }));
+        REQUIRE(eventually([&] { return zkr::test::barrier_members(observer, path).size() == 3; }));
         cut_all({&z1, &z2});
         k1.tell();  // a member joins while they are away
-        REQUIRE(eventually([&] { return members_of(observer, path).size() == 4; }));
+        REQUIRE(eventually([&] { return zkr::test::barrier_members(observer, path).size() == 4; }));
         heal_all({&z1, &z2});
         CHECK(holds_throughout([&] { return e1.wait_for(0s) == std::future_status::timeout && !ready_exists(); }, 500ms));
         k2.tell();  // the fifth: everyone through
@@ -166,7 +155,7 @@ TEST_CASE("double barrier: zkr members cut off at each phase of a round beside C
         auto e1 = call_async(z1.barrier, false, 60s), e2 = call_async(z2.barrier, false, 60s);
         auto t1 = curator.dbarrier_enter_send("c1", 60s);
         k1.tell();
-        REQUIRE(eventually([&] { return members_of(observer, path).size() == 4; }));
+        REQUIRE(eventually([&] { return zkr::test::barrier_members(observer, path).size() == 4; }));
         cut_all({&z1, &z2});
         k2.tell();  // the fifth: "ready" is made, the others pass
         CHECK(k1.said(20s) == std::optional<std::string>("entered"));
@@ -175,7 +164,7 @@ TEST_CASE("double barrier: zkr members cut off at each phase of a round beside C
         k1.tell();  // kazoo's leave deletes "ready" first
         k2.tell();
         // "ready" gone, and k2 (not the lowest) out: z1, z2, c1 and k1 are left, fewer than five.
-        REQUIRE(eventually([&] { return !ready_exists() && members_of(observer, path).size() == 4; }));
+        REQUIRE(eventually([&] { return !ready_exists() && zkr::test::barrier_members(observer, path).size() == 4; }));
         heal_all({&z1, &z2});
         auto a1 = get_within(e1, 20s, "z1's enter"), a2 = get_within(e2, 20s, "z2's enter");
         check_enter_after_cut(a1);
@@ -194,7 +183,7 @@ TEST_CASE("double barrier: zkr members cut off at each phase of a round beside C
         auto t1 = curator.dbarrier_enter_send("c1", 60s);
         k1.tell();
         k2.tell();
-        REQUIRE(eventually([&] { return members_of(observer, path).size() == 4; }));
+        REQUIRE(eventually([&] { return zkr::test::barrier_members(observer, path).size() == 4; }));
         z1.proxy.refuse_connections(true);
         z1.proxy.lose_next_reply({zkr::testkit::op_code::create, zkr::testkit::op_code::create2}, 0, ready);
         // The others held while z1 comes: z1 is the one that sees five and makes "ready".
@@ -214,7 +203,7 @@ TEST_CASE("double barrier: zkr members cut off at each phase of a round beside C
         k1.tell();  // deletes "ready" first
         k2.tell();
         // Everyone but the lowest (k1) and z1, whose node is there, has gone.
-        REQUIRE(eventually([&] { return members_of(observer, path).size() == 2 && !ready_exists(); }, 20s));
+        REQUIRE(eventually([&] { return zkr::test::barrier_members(observer, path).size() == 2 && !ready_exists(); }, 20s));
         z1.proxy.refuse_connections(false);  // z1's create of "ready" is resent now
         auto a1 = get_within(e1, 20s, "z1's enter");
         check_enter_after_cut(a1);
@@ -226,7 +215,7 @@ TEST_CASE("double barrier: zkr members cut off at each phase of a round beside C
     CHECK(k2.said(20s) == std::optional<std::string>("left"));
     CHECK(k1.wait() == 0);
     CHECK(k2.wait() == 0);
-    CHECK(eventually([&] { return members_of(observer, path).empty(); }));
+    CHECK(eventually([&] { return zkr::test::barrier_members(observer, path).empty(); }));
 }
 
 TEST_CASE("double barrier: reusable, members cut off at each phase of a round pass with their group and leave with it",
@@ -249,17 +238,17 @@ TEST_CASE("double barrier: reusable, members cut off at each phase of a round pa
     auto round0 = path + "/round-0";
     auto e1 = call_async(z1.barrier, false, 60s), e2 = call_async(z2.barrier, false, 60s);
     auto o0 = call_async(*others[0], false, 60s);
-    REQUIRE(eventually([&] { return members_of(observer, round0).size() == 3; }));
+    REQUIRE(eventually([&] { return zkr::test::barrier_members(observer, round0).size() == 3; }));
     std::future<answer> o1, o2;
     if (p == phase::before_ready) {
         cut_all({&z1, &z2});
         o1 = call_async(*others[1], false, 60s);
-        REQUIRE(eventually([&] { return members_of(observer, round0).size() == 4; }));
+        REQUIRE(eventually([&] { return zkr::test::barrier_members(observer, round0).size() == 4; }));
         heal_all({&z1, &z2});
         o2 = call_async(*others[2], false, 60s);
     } else {
         o1 = call_async(*others[1], false, 60s);
-        REQUIRE(eventually([&] { return members_of(observer, round0).size() == 4; }));
+        REQUIRE(eventually([&] { return zkr::test::barrier_members(observer, round0).size() == 4; }));
         cut_all({&z1, &z2});
         o2 = call_async(*others[2], false, 60s);
         CHECK(get_within(o0, 20s).passed);  // closed while z1, z2 were away
@@ -289,5 +278,5 @@ TEST_CASE("double barrier: reusable, members cut off at each phase of a round pa
     CHECK(get_within(l2, 20s, "z2's leave").passed);
     for (auto& l : leaves) CHECK(get_within(l, 20s, "a leave").passed);
     CHECK(observer.exists(path).stat.version == 1);  // round 0 closed once
-    CHECK(eventually([&] { return members_of(observer, round0).empty(); }));
+    CHECK(eventually([&] { return zkr::test::barrier_members(observer, round0).empty(); }));
 }

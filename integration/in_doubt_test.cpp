@@ -50,15 +50,7 @@ struct resend_after_loss_only : zkr::retry::policy {
 };
 
 // The create's outcome, as the caller gets it.
-zkr::error_code create_outcome(std::future<zkr::create_result>& f) {
-    REQUIRE(f.wait_for(60s) == std::future_status::ready);
-    try {
-        f.get();
-        return {};
-    } catch (const zkr::system_error& e) {
-        return e.code();
-    }
-}
+zkr::error_code create_outcome(std::future<zkr::create_result>& f) { return zkr::test::error_of(f, 60s); }
 }  // namespace
 
 TEST_CASE("in doubt: a write whose reply was lost with the connection was applied (connection_loss)", "[in_doubt]") {

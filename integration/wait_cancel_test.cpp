@@ -28,13 +28,7 @@ namespace {
 
 template <class Future>
 zkr::error_code error_of(Future& f) {
-    REQUIRE(f.wait_for(10s) == std::future_status::ready);
-    try {
-        f.get();
-        return {};
-    } catch (const zkr::system_error& e) {
-        return e.code();
-    }
+    return zkr::test::error_of(f, 10s);
 }
 
 }  // namespace

@@ -69,6 +69,17 @@ std::size_t queue_child_watches(zkr::client& c, const std::string& path) {
     return watches.size();
 }
 
+std::vector<std::string> barrier_members(zkr::client& c, const std::string& path) {
+    zkr::error_code ec;
+    auto r = c.get_children(path, ec);
+    if (ec == zkr::errc::no_node) return {};
+    if (ec) throw zkr::system_error(ec, "barrier_members(" + path + "): the listing failed");
+    auto kids = r.children;
+    kids.erase(std::remove(kids.begin(), kids.end(), "ready"), kids.end());
+    std::sort(kids.begin(), kids.end());
+    return kids;
+}
+
 std::size_t queue_length(zkr::client& c, const std::string& path) {
     zkr::error_code ec;
     auto r = c.get_children(path, ec);

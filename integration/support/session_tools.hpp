@@ -56,6 +56,9 @@ private:
 /// How many children `path` has (0 if it does not exist): the length of a lock's queue. Any other
 /// failure of the listing throws: a check that "nothing is left" must not pass on an error.
 std::size_t queue_length(zkr::client& c, const std::string& path);
+/// A double barrier's members under `path`: its children but "ready", sorted (none if it does
+/// not exist). Any other failure of the listing throws.
+std::vector<std::string> barrier_members(zkr::client& c, const std::string& path);
 /// Whether every one of `paths` has no child (or does not exist); throws as queue_length.
 bool queues_empty(zkr::client& c, const std::vector<std::string>& paths);
 /// The child watches a waiting lock queue under `path` keeps on the server, counted as the server
@@ -81,6 +84,18 @@ template <class T>
 T get_within(std::future<T>&& f, std::chrono::milliseconds timeout = std::chrono::seconds(30),
              const std::string& what = "a result") {
     return get_within(f, timeout, what);
+}
+
+/// The error `f` ends with (none when it ends with a value); throws deadline_passed as get_within.
+template <class Future>
+zkr::error_code error_of(Future& f, std::chrono::milliseconds timeout) {
+    if (f.wait_for(timeout) != std::future_status::ready) fail_deadline("an outcome", timeout);
+    try {
+        f.get();
+        return {};
+    } catch (const zkr::system_error& e) {
+        return e.code();
+    }
 }
 
 /// This process's threads now: kernel thread id -> name (/proc/self/task/ID/comm). zkr names its
