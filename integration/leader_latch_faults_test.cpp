@@ -541,6 +541,10 @@ TEST_CASE("leader latch faults: CURATOR-653/-652, two latches reset at the same 
             CHECK(cb.session_id() != sb);
         } else {
             proxy.drop_connections();
+            // Both have learnt of the cut once each is connected again (the drop closed all): the
+            // leader read next is the one after the cut, not the one before it.
+            REQUIRE(eventually([&] { return proxy.active_connections() == 2 && ca.is_connected() && cb.is_connected(); },
+                               prompt_deadline));
         }
         leader = one_leader({&a, &b});
         auto now_token = leader->fencing_token();
@@ -575,9 +579,15 @@ TEST_CASE("leader latch faults: CURATOR-653 on an ensemble whose leader server i
         int zk_leader = cluster.wait_for_leader();
         cluster.kill(zk_leader);
         REQUIRE(cluster.wait_for_leader(60s) >= 0);
+        one_leader({&a, &b}, 60s);
+        // Each client on a session with its node again: the sessions read next are settled ones.
+        settled_nodes(observer, path, {{"a", &ca}, {"b", &cb}});
         auto* now_leader = one_leader({&a, &b}, 60s);
-        if (std::pair{ca.session_id(), cb.session_id()} == sessions) {
-            // The sessions outlived the election: the same leader, on the same node.
+        // Decided by the leader's own session: the other's may have expired alone.
+        const bool leader_session_lived =
+            (leader == &a ? ca : cb).session_id() == (leader == &a ? sessions.first : sessions.second);
+        if (leader_session_lived) {
+            // Its session outlived the election: the same leader, on the same node.
             CHECK(now_leader == leader);
             CHECK(now_leader->fencing_token() == token);
         } else {
@@ -1207,8 +1217,10 @@ void mixed_election_under_faults(const std::string& connect, zkr::testkit::ensem
     z2.start();
     REQUIRE(eventually([&] { return queue_length(observer, path) == 4; }, prompt_deadline));
 
-    // Exactly one of the four leads, steadily (two reads 100 ms apart agree).
-    auto one_of_four = [&](std::chrono::milliseconds within) {
+    // Exactly one of the four leads, steadily (two reads 100 ms apart agree). `not_this` names a
+    // participant that must not be that one: right after a leader is cut off it still reads as the
+    // one leader until its client learns of the cut, so "the next one leads" waits past that.
+    auto one_of_four = [&](std::chrono::milliseconds within, const std::string& not_this = {}) {
         std::string who;
         bool ok = eventually(
             [&] {
@@ -1222,7 +1234,7 @@ void mixed_election_under_faults(const std::string& connect, zkr::testkit::ensem
                     return n == 1 ? w : std::string();
                 };
                 who = read();
-                if (who.empty()) return false;
+                if (who.empty() || who == not_this) return false;
                 std::this_thread::sleep_for(100ms);
                 return read() == who;
             },
@@ -1253,14 +1265,22 @@ void mixed_election_under_faults(const std::string& connect, zkr::testkit::ensem
             // Everyone's connection cut at once, twice back to back; sessions live.
             for (int i = 0; i < 2; ++i)
                 for (auto* p : {&pz1, &pz2, &pc1, &pc2}) p->drop_connections();
+            // Everyone has learnt of the cut once connected again (each drop closed all): the
+            // leader read next is the one after it, whom the next round cuts off.
+            REQUIRE(eventually(
+                [&] {
+                    for (auto* p : {&pz1, &pz2, &pc1, &pc2})
+                        if (p->active_connections() == 0) return false;
+                    return z1c.is_connected() && z2c.is_connected();
+                },
+                prompt_deadline));
             leader = one_of_four(prompt_deadline);
         } else {
             // The leader is cut off until its session expires: the next one leads.
             auto& p = leader == "z1" ? pz1 : leader == "z2" ? pz2 : leader == "c1" ? pc1 : pc2;
             p.refuse_connections(true);
             p.drop_connections();
-            auto next = one_of_four(40s);
-            CHECK(next != leader);
+            auto next = one_of_four(40s, leader);
             p.refuse_connections(false);
             leader = next;
             // The one cut off comes back and queues again: four participants.

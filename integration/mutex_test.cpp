@@ -570,9 +570,13 @@ TEST_CASE("leader killed: holds and queue survive", "[mutex][fault][ensemble][ow
     waiter w(cluster.connect_string(), "/failover");
     REQUIRE(eventually([&] { return queue_length(hc, "/failover") == 2; }));
 
+    zkr::test::state_log log(hc);
     int leader = cluster.wait_for_leader(30s);
     cluster.kill(leader);
     cluster.wait_for_leader(30s);
+    // Every client is cut (a follower that loses its leader closes its connections): "held" is
+    // read once the holder is back on its session, not before it learnt of the cut.
+    REQUIRE(eventually([&] { return log.saw(zkr::connection_state::reconnected); }, 30s));
     REQUIRE(eventually([&] { return holder.state() == zkr::lock_state::held; }, 15s));
     CHECK(holder.fencing_token() == token);
     CHECK(eventually([&] { return queue_length(hc, "/failover") == 2; }));

@@ -124,6 +124,9 @@ TEST_CASE("leader of a 3-server ensemble killed: the session survives", "[sessio
     cluster.kill(leader);
     int new_leader = cluster.wait_for_leader(30s);
     CHECK(new_leader != leader);
+    // Every client is cut (a follower that loses its leader closes its connections): what follows
+    // is read once the client is back, not before it learnt of the cut.
+    REQUIRE(eventually([&] { return log.saw(connection_state::reconnected); }, 30s));
     // Operations resume on the same session.
     CHECK(c.set_data("/counter", "1").version == 1);
     CHECK(c.session_id() == session);
