@@ -37,6 +37,7 @@ using namespace std::chrono_literals;
 using zkr::test::eventually;
 using zkr::test::first_server;
 using zkr::test::holds_throughout;
+using zkr::test::queue_length;
 using zkr::test::test_connect_string;
 using zkr::test::test_options;
 using zkr::test::unique_path;
@@ -186,10 +187,13 @@ TEST_CASE("observer: an expired session counts once, and each hold it ends count
     REQUIRE(c.flush_observer(10s));
     CHECK(value(*metrics, "zkr_lock_hold_seconds_count") == 3);
     CHECK(value(*metrics, "zkr_lock_held") == 0);
-    // On its new session, still the one expiry.
-    REQUIRE(eventually([&] { return c.is_connected(); }, 20s));
-    REQUIRE(c.flush_observer(10s));
-    CHECK(value(*metrics, "zkr_connection_state_changes_total", {{"state", "connected"}}) == 2);
+    // On its new session, still the one expiry. The new session's event reaches the observer
+    // after is_connected() says so (the session thread reports the state, then tells the
+    // observer): waited for, not read at once.
+    REQUIRE(eventually([&] {
+        c.flush_observer(10s);
+        return value(*metrics, "zkr_connection_state_changes_total", {{"state", "connected"}}) == 2;
+    }, 20s));
     CHECK(value(*metrics, "zkr_session_expirations_total") == 1);
 }
 
@@ -337,9 +341,75 @@ TEST_CASE("observer: a hold whose node someone deletes counts as lost, reason no
     REQUIRE(kids.size() == 1);
     other.remove(path + "/" + kids.front());
     REQUIRE(eventually([&] { return m.state() == zkr::lock_state::lost; }));
-    REQUIRE(c.flush_observer(10s));
+    // Lost at once; why is known once the session has answered that it stands (one round trip).
+    auto reported = [&] {
+        c.flush_observer(10s);
+        return value(*metrics, "zkr_lock_lost_total") == 1;
+    };
+    REQUIRE(eventually(reported));
     CHECK(value(*metrics, "zkr_lock_lost_total", {{"recipe", "mutex"}, {"reason", "node_deleted"}}) == 1);
     CHECK(value(*metrics, "zkr_lock_lost_total", {{"reason", "session"}}) == 0);
+    m.unlock();
+}
+
+TEST_CASE("observer: a hold whose node goes with its expiring session counts as lost by session, even when the delete "
+          "reaches the client before the expiry does",
+          "[observer][own_servers]") {
+    // A server that expires a session deletes its nodes, and fires their watches, before it closes
+    // the session's connection: a client that still hears its server (a one-way partition: its
+    // own requests and pings lost, the server's events arriving) sees its holds' nodes deleted
+    // first, and learns of the expiry only after. Other watches' events keep the connection alive.
+    zkr::testkit::ensemble cluster(zkr::test::own_servers(1));
+    zkr::testkit::proxy via(cluster.connect_string());
+    auto metrics = std::make_shared<zkr::metrics>();
+    zkr::client c(observed(test_options(via.address(), 4000ms), metrics));
+    zkr::client other(test_options(cluster.connect_string()));
+    c.wait_connected(10s);
+    const std::string lock_path = "/observer-expiry-watched", latch_path = "/observer-expiry-latch";
+    constexpr int ticks = 60;
+    for (int i = 0; i < ticks; ++i) other.create("/tick-" + std::to_string(i), "");
+    const int watches_before = cluster.watch_count(0);
+    std::vector<zkr::watch> tick_watches;
+    for (int i = 0; i < ticks; ++i) tick_watches.push_back(c.exists("/tick-" + std::to_string(i), zkr::set_watch).watch);
+    zkr::mutex m(c, lock_path);
+    zkr::leader_latch latch(c, latch_path, "z");
+    m.lock();
+    latch.start();
+    REQUIRE(latch.wait_leadership(10s));
+    // Both holds' own-node watches are on the server (sent once a hold has lasted 50 ms).
+    REQUIRE(eventually([&] { return cluster.watch_count(0) == watches_before + ticks + 2; }, 10s));
+    log_capture log(zkr::log::level::info);
+
+    via.hold_requests(true);
+    // One event every 200 ms: the client's connection never times out (2/3 of 4 s), while the
+    // server hears nothing from it and expires its session after 4 s.
+    std::atomic<bool> stop{false};
+    std::thread ticker([&] {
+        for (int i = 0; i < ticks && !stop; ++i) {
+            other.set_data("/tick-" + std::to_string(i), "1");
+            std::this_thread::sleep_for(200ms);  // paces the events; nothing waits on it
+        }
+    });
+    const bool deleted =
+        eventually([&] { return queue_length(other, lock_path) == 0 && queue_length(other, latch_path) == 0; }, 11s);
+    stop = true;
+    ticker.join();
+    via.hold_requests(false);
+    REQUIRE(deleted);
+
+    REQUIRE(eventually([&] { return m.state() == zkr::lock_state::lost; }, 20s));
+    auto reported = [&] {
+        c.flush_observer(10s);
+        return value(*metrics, "zkr_lock_lost_total") == 1;
+    };
+    REQUIRE(eventually(reported, 20s));
+    CHECK(value(*metrics, "zkr_lock_lost_total", {{"recipe", "mutex"}, {"reason", "session"}}) == 1);
+    CHECK(value(*metrics, "zkr_lock_lost_total", {{"reason", "node_deleted"}}) == 0);
+    CHECK_FALSE(log.saw("was deleted by someone else"));
+    // The latch tells why it queues again: its session ended, not a delete by someone.
+    REQUIRE(eventually([&] { return log.saw("leadership lost"); }, 20s));
+    CHECK(log.saw("leadership lost (its session ended)"));
+    CHECK_FALSE(log.saw("its node was deleted"));
     m.unlock();
 }
 

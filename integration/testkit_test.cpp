@@ -302,6 +302,33 @@ TEST_CASE("zkr::testkit::proxy: a partition makes the client time out, its conne
     proxy.partition(false);
 }
 
+TEST_CASE("zkr::testkit::proxy: hold_requests holds what the client sends and lets what the server sends through",
+          "[testkit]") {
+    const std::string connect = zkr::test::test_connect_string();
+    zkr::testkit::proxy proxy(first_host(connect));
+    zkr::client held(zkr::test::test_options(proxy.address())), other(zkr::test::test_options(connect));
+    const std::string path = selftest_path("held-requests"), written = path + "-written";
+    other.create(path, "0");
+    auto watched = held.exists(path, zkr::set_watch);
+
+    proxy.hold_requests(true);
+    auto write = held.async_create(written, "", zkr::create_mode::persistent, boost::asio::use_future);
+    // What the server sends still comes: another client's change fires the held client's watch.
+    other.set_data(path, "1");
+    auto event = watched.watch.wait(10s);
+    REQUIRE(event);
+    CHECK(event->type == zkr::event_type::changed);
+    // What the client sent did not reach the server.
+    CHECK(write.wait_for(500ms) == std::future_status::timeout);
+    CHECK_FALSE(other.exists(written).exists);
+    // Let go: it follows, intact, on the same connection.
+    proxy.hold_requests(false);
+    REQUIRE(write.wait_for(10s) == std::future_status::ready);
+    CHECK(write.get().path == written);
+    CHECK(other.exists(written).exists);
+    CHECK(proxy.connections_accepted() == 1);
+}
+
 TEST_CASE("zkr::testkit::ensemble: 3-server ensemble elects a new leader when the leader dies", "[testkit]") {
     const auto t0 = std::chrono::steady_clock::now();
     zkr::testkit::ensemble cluster(zkr::test::own_servers(3));
@@ -505,7 +532,9 @@ TEST_CASE("zkr::testkit::ensemble: bad input is refused naming what was wrong, a
     options.class_path.clear();
     options.server_config["clientPort"] = "not-a-port";
     options.start_timeout = 20s;
-    CHECK_THROWS_WITH(zkr::testkit::ensemble(options), Catch::Contains("server 0 exited") && Catch::Contains("server.log"));
+    // How it ended too: a server that exits at once with nothing in its log says it by its status.
+    CHECK_THROWS_WITH(zkr::testkit::ensemble(options), Catch::Contains("server 0 exited (pid ") && Catch::Contains(", exit status ") &&
+                                                           Catch::Contains("server.log"));
     CHECK(std::filesystem::is_empty(options.parent_directory));
     CHECK_FALSE(java_runs_in(options.parent_directory));
     std::filesystem::remove_all(options.parent_directory);

@@ -571,6 +571,14 @@ void client_impl::remove_on_session(std::int64_t session, std::string path, std:
     submit(r);
 }
 
+void client_impl::exists_on_session(std::int64_t session, std::string path, completion<exists_result> done) {
+    request_sizer sizer(options_);
+    if (auto ec = check_input(path, false, sizer, sizer.read(path.size()))) return done(ec, {});
+    request* r = make_exists(*this, std::move(path), nullptr, std::move(done));
+    r->only_on_session = session;
+    submit(r);
+}
+
 void client_impl::set_data_on_session(std::int64_t session, std::string path, std::string data, std::int32_t version,
                                       completion<zkr::stat> done) {
     request_sizer sizer(options_);

@@ -145,6 +145,7 @@ public:
     void get_data(std::string path, bool watch, completion<data_result> done) override;
     void set_data(std::string path, std::string data, std::int32_t version, completion<zkr::stat> done) override;
     void remove_on_session(std::int64_t session, std::string path, std::int32_t version, completion<> done) override;
+    void exists_on_session(std::int64_t session, std::string path, completion<exists_result> done) override;
     void set_data_on_session(std::int64_t session, std::string path, std::string data, std::int32_t version,
                              completion<zkr::stat> done) override;
     void get_children(std::string path, bool watch, completion<children_result> done) override;

@@ -56,11 +56,13 @@ public:
     virtual void exists(std::string path, bool watch, completion<exists_result> done) = 0;
     virtual void get_data(std::string path, bool watch, completion<data_result> done) = 0;
     virtual void set_data(std::string path, std::string data, std::int32_t version, completion<zkr::stat> done) = 0;
-    /// remove / set_data sent only on `session` (nonzero): never on a later one, where the path
-    /// may hold another session's node. Once that session is gone (or was never current) they
-    /// complete with session_expired instead of being sent again; a connection loss on that
-    /// session is retried as usual. For writes to an ephemeral node of `session`.
+    /// remove / set_data / exists sent only on `session` (nonzero): never on a later one, where
+    /// the path may hold another session's node. Once that session is gone (or was never current)
+    /// they complete with session_expired instead of being sent again; a connection loss on that
+    /// session is retried as usual. For writes to an ephemeral node of `session`, and for asking
+    /// whether `session` still stands (an answer at all says it does).
     virtual void remove_on_session(std::int64_t session, std::string path, std::int32_t version, completion<> done) = 0;
+    virtual void exists_on_session(std::int64_t session, std::string path, completion<exists_result> done) = 0;
     virtual void set_data_on_session(std::int64_t session, std::string path, std::string data, std::int32_t version,
                                      completion<zkr::stat> done) = 0;
     virtual void get_children(std::string path, bool watch, completion<children_result> done) = 0;

@@ -119,6 +119,7 @@ struct proxy::impl {
 
     std::atomic<bool> stopping{false};
     std::atomic<bool> blackholed{false};
+    std::atomic<bool> requests_held{false};  // a one-way partition: the client's bytes wait in its socket
     std::atomic<bool> refusing{false};
     std::atomic<int> lost{0};
     std::atomic<int> held{0};
@@ -448,7 +449,7 @@ struct proxy::impl {
             for (auto& c : conns) {
                 short ce = 0, se = 0;
                 if (!holding) {
-                    if (c.c2s.pending_out() < kHighWater) ce |= POLLIN;
+                    if (c.c2s.pending_out() < kHighWater && !requests_held.load()) ce |= POLLIN;
                     if (c.s2c.pending_out() > 0) ce |= POLLOUT;
                     if (c.s2c.pending_out() < kHighWater) se |= POLLIN;
                     if (c.c2s.pending_out() > 0) se |= POLLOUT;
@@ -590,6 +591,10 @@ void proxy::partition(bool on) {
 }
 
 bool proxy::partitioned() const { return impl_->blackholed.load(); }
+
+void proxy::hold_requests(bool on) {
+    impl_->run_in_loop([this, on] { impl_->requests_held.store(on); });
+}
 
 void proxy::set_delay(std::chrono::microseconds per_direction) {
     if (per_direction.count() < 0) throw std::invalid_argument("zkr::testkit::proxy::set_delay: a negative delay");

@@ -51,7 +51,7 @@ void hold_registry::add(const std::shared_ptr<hold>& h) {
 void hold_registry::send_watch_once(const std::shared_ptr<hold>& h) {
     {
         std::lock_guard lock(mutex_);
-        if (h->released || h->lost || std::exchange(h->watch_sent, true)) return;
+        if (h->released || h->lost || h->node_gone || std::exchange(h->watch_sent, true)) return;
     }
     watch_node(h);
 }
@@ -100,14 +100,36 @@ void hold_registry::watch_node(const std::shared_ptr<hold>& h) {
 }
 
 void hold_registry::on_node_gone(const std::shared_ptr<hold>& h) {
+    std::map<std::uint64_t, completion<>> waiters;
     {
         std::lock_guard lock(mutex_);
-        if (h->released || h->lost) return;
+        if (h->released || h->lost || std::exchange(h->node_gone, true)) return;
+        waiters.swap(h->lost_waiters);
+        stat_read_.notify_all();
     }
-    ++nodes_deleted_;
-    log::write(log::level::warning, "zkr: the node " + h->node_path +
-                                        " was deleted by someone else while it was held: the hold is lost");
-    report({h}, loss_cause::node_deleted);
+    // Lost now, whoever deleted it.
+    for (auto& [key, w] : waiters) w(make_error_code(errc::lock_lost));
+    // But a server ending the session deletes its nodes before it tells the session's connection
+    // (and before a frozen client reads the news): the delete alone does not say someone else
+    // made it. The session itself does: a request on it is answered while it stands, and fails
+    // with session_expired once it is gone.
+    auto port = port_.lock();
+    if (!port) return node_gone_because(h, loss_cause::session);
+    port->exists_on_session(h->session, h->node_path,
+                            completion<exists_result>(completion<exists_result>::inline_fn(
+                                [weak_self = weak_from_this(), h](error_code ec, const exists_result&) {
+                                    if (auto self = weak_self.lock())
+                                        self->node_gone_because(h, ec ? loss_cause::session : loss_cause::node_deleted);
+                                })));
+}
+
+void hold_registry::node_gone_because(const std::shared_ptr<hold>& h, loss_cause cause) {
+    if (cause == loss_cause::node_deleted) {
+        ++nodes_deleted_;
+        log::write(log::level::warning, "zkr: the node " + h->node_path +
+                                            " was deleted by someone else while it was held: the hold is lost");
+    }
+    report({h}, cause);
 }
 
 void hold_registry::report(std::vector<std::shared_ptr<hold>> candidates, loss_cause cause) {
@@ -119,11 +141,14 @@ void hold_registry::report(std::vector<std::shared_ptr<hold>> candidates, loss_c
         std::lock_guard lock(mutex_);
         stat_read_.notify_all();
         for (auto& h : candidates) {
-            if (h->lost || h->released) continue;
+            // A hold released after its node's delete was seen was still lost (release() did not
+            // report it released): only its listeners, who released it, are not told.
+            if (h->lost || (h->released && !h->node_gone)) continue;
             h->lost = true;
             if (h->observer) observed.push_back(h);
             h->cause = cause;
             ++holds_lost_;
+            if (h->released) continue;
             for (auto& [key, w] : h->lost_waiters) waiters.push_back(std::move(w));
             h->lost_waiters.clear();
             if (h->on_lost) reactions.push_back(std::exchange(h->on_lost, {}));
@@ -175,10 +200,10 @@ bool hold_registry::release(const std::shared_ptr<hold>& h, bool* was_lost) {
     bool observe = false;
     {
         std::lock_guard lock(mutex_);
-        if (was_lost) *was_lost = h->lost;
+        if (was_lost) *was_lost = h->lost || h->node_gone;
         if (h->released) return false;
         h->released = true;
-        observe = h->observer && !h->lost;
+        observe = h->observer && !h->lost && !h->node_gone;
         h->on_lost = {};
         holds_.erase(h);
         waiters.swap(h->lost_waiters);
@@ -193,7 +218,7 @@ lock_state hold_registry::state_of(const hold& h) const {
     {
         std::lock_guard lock(mutex_);
         if (h.released) return lock_state::not_held;
-        if (h.lost) return lock_state::lost;
+        if (h.lost || h.node_gone) return lock_state::lost;
     }
     auto port = port_.lock();
     if (!port) return lock_state::lost;
@@ -219,7 +244,7 @@ void hold_registry::wait_lost(const std::shared_ptr<hold>& h, completion<> done,
         std::lock_guard lock(mutex_);
         if (h->released) {
             now = make_error_code(errc::not_owner);
-        } else if (!h->lost && state != lock_state::lost) {
+        } else if (!h->lost && !h->node_gone && state != lock_state::lost) {
             auto key = ++next_waiter_;
             h->lost_waiters.emplace(key, std::move(done));
             if (slot.is_connected()) {
@@ -272,7 +297,7 @@ std::int64_t hold_registry::fencing_token(const std::shared_ptr<hold>& h, std::c
     // Read by the own-node watch: no reason to wait for its delay to run out.
     send_watch_once(h);
     std::unique_lock lock(mutex_);
-    stat_read_.wait_for(lock, timeout, [&] { return h->observed_czxid.load() != 0 || h->lost || h->released; });
+    stat_read_.wait_for(lock, timeout, [&] { return h->observed_czxid.load() != 0 || h->lost || h->node_gone || h->released; });
     return h->observed_czxid.load();
 }
 

@@ -55,6 +55,9 @@ struct hold {
     // Guarded by the registry's mutex.
     bool watch_sent = false;  ///< its own-node watch was asked for (by the delay's end or by a fencing_token())
     bool lost = false;
+    /// Its node's delete was seen: it reads as lost from then on, while its own session is asked
+    /// whether it still stands, which says why (report() then marks it lost, with that cause).
+    bool node_gone = false;
     bool released = false;
     loss_cause cause = loss_cause::none;
     std::map<std::uint64_t, completion<>> lost_waiters;  // keyed: a cancelled wait takes its own out
@@ -132,6 +135,7 @@ private:
     void send_watch_once(const std::shared_ptr<hold>& h);
     void watch_node(const std::shared_ptr<hold>& h);
     void on_node_gone(const std::shared_ptr<hold>& h);
+    void node_gone_because(const std::shared_ptr<hold>& h, loss_cause cause);
     /// Marks `lost` (under the mutex already), then tells everyone outside it.
     void report(std::vector<std::shared_ptr<hold>> lost, loss_cause cause);
 

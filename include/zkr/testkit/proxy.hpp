@@ -71,6 +71,12 @@ public:
     void partition(bool on);
     /// Whether a partition is on.
     bool partitioned() const;
+    /// on: a one-way partition — nothing the client sends reaches the server (its pings neither:
+    /// the server expires a session that stays silent for its timeout), while what the server
+    /// sends still reaches the client (replies to what it had sent, watch events; a client that
+    /// keeps hearing events never times its connection out). Off: what the client sent follows,
+    /// intact. A connection the server closes meanwhile closes on the client's side too.
+    void hold_requests(bool on);
     /// Delays every byte by `per_direction` each way (a round trip costs twice that), in order.
     /// Zero (the default) forwards at once.
     void set_delay(std::chrono::microseconds per_direction);
