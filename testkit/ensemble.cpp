@@ -432,6 +432,13 @@ struct ensemble::impl {
                                      " within " + std::to_string(options.start_timeout.count()) + " ms"
                                : "server " + std::to_string(r.server) + " exited" +
                                      (r.outcome == serving::died_binding ? " (its ports were taken)" : "");
+        // How it ended, when this process started it (a server that exits at once with nothing in
+        // its log says more by its status).
+        if (r.outcome != serving::timed_out && r.server >= 0) {
+            const pid_t pid = pid_of(r.server);
+            auto how = detail::reap_and_describe(pid, std::chrono::milliseconds(5000));
+            what += " (pid " + std::to_string(pid) + (how.empty() ? std::string() : ", " + how) + ")";
+        }
         std::string message = std::string("zkr::testkit: ") + doing + ": " + what;
         for (int i = 0; i < servers; ++i) {
             if (r.server >= 0 && i != r.server) continue;

@@ -145,6 +145,23 @@ void reap(pid_t pid) {
     }
 }
 
+std::string reap_and_describe(pid_t pid, std::chrono::milliseconds timeout) {
+    if (pid <= 0) return {};
+    const auto until = std::chrono::steady_clock::now() + timeout;
+    int status = 0;
+    while (true) {
+        pid_t r = ::waitpid(pid, &status, WNOHANG);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) return {};  // not ours, or reaped already
+        if (r == pid) break;
+        if (std::chrono::steady_clock::now() >= until) return {};
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    if (WIFEXITED(status)) return "exit status " + std::to_string(WEXITSTATUS(status));
+    if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
+    return {};
+}
+
 bool wait_gone(pid_t pid, const std::string& marker, std::chrono::milliseconds timeout) {
     auto until = std::chrono::steady_clock::now() + timeout;
     while (true) {

@@ -34,6 +34,10 @@ char process_state(pid_t pid);
 bool process_runs(pid_t pid, const std::string& marker);
 /// Collects `pid`'s exit status if it is our child and has ended (never blocks).
 void reap(pid_t pid);
+/// How a child of this process that is ending did ("exit status 1", "killed by signal 9"),
+/// reaping it: waits up to `timeout` for it to become reapable (a process read as gone may still
+/// be on its way out). Empty if it is not ours, has not ended by then, or was reaped already.
+std::string reap_and_describe(pid_t pid, std::chrono::milliseconds timeout);
 /// Waits until `pid` no longer runs as `marker` (reaping it), up to `timeout`; false if it still does.
 bool wait_gone(pid_t pid, const std::string& marker, std::chrono::milliseconds timeout);
 /// Waits until `pid` is stopped (SIGSTOP taken), up to `timeout`.
