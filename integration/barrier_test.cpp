@@ -493,7 +493,7 @@ TEST_CASE("count-down latch: set once, counted down by many, awaited by many", "
     zkr::client c(test_options(connect));
     zkr::count_down_latch latch(c, path);
     CHECK(latch.count() == 0);  // no count yet
-    CHECK_FALSE(latch.await_for(100ms));
+    CHECK_FALSE(latch.wait(100ms));
     CHECK(latch.try_set_count(3));
     CHECK_FALSE(latch.try_set_count(5));  // it has one
     CHECK(latch.count() == 3);
@@ -504,7 +504,7 @@ TEST_CASE("count-down latch: set once, counted down by many, awaited by many", "
         waiters.push_back(std::async(std::launch::async, [&] {
             zkr::client w(test_options(connect));
             zkr::count_down_latch l(w, path);
-            bool ok = l.await_for(20s);
+            bool ok = l.wait(20s);
             ++released;
             return ok;
         }));
@@ -520,7 +520,7 @@ TEST_CASE("count-down latch: set once, counted down by many, awaited by many", "
     CHECK(latch.count() == 0);
     latch.count_down();  // at 0: nothing
     CHECK(latch.count() == 0);
-    CHECK(latch.await_for(0ms));
+    CHECK(latch.wait(0ms));
     latch.remove();
     CHECK_FALSE(c.exists(path).exists);
     CHECK(latch.try_set_count(1));  // the path serves again
@@ -540,7 +540,7 @@ TEST_CASE("count-down latch: 8 workers count down 80 times at once, exactly", "[
             for (int n = 0; n < 10; ++n) l.count_down();
         });
     }
-    CHECK(latch.await_for(60s));
+    CHECK(latch.wait(60s));
     for (auto& t : workers) t.join();
     CHECK(latch.count() == 0);
     auto kids = c.get_children(path).children;
@@ -555,7 +555,7 @@ TEST_CASE("count-down latch: 40 async count-downs started at once from one clien
     zkr::client c(test_options(connect)), observer(test_options(connect));
     auto latch = std::make_unique<zkr::count_down_latch>(c, path);
     REQUIRE(latch->try_set_count(40));
-    auto released = zkr::count_down_latch(observer, path).async_await(boost::asio::use_future);
+    auto released = zkr::count_down_latch(observer, path).async_wait(boost::asio::use_future);
     std::vector<std::future<void>> downs;
     for (int i = 0; i < 39; ++i) downs.push_back(latch->async_count_down(boost::asio::use_future));
     // The last with a callback: it runs on the client's executor.
@@ -615,7 +615,7 @@ TEST_CASE("count-down latch: a count-down whose reply is lost is applied once", 
     latch.count_down();
     CHECK(proxy.replies_lost() == 2);
     CHECK(zkr::count_down_latch(observer, path).count() == 0);
-    CHECK(zkr::count_down_latch(observer, path).await_for(5s));
+    CHECK(zkr::count_down_latch(observer, path).wait(5s));
 
     // try_set_count whose reply is lost: still told it set the count.
     std::string other = unique_path("cdl-set-lost-reply");
@@ -660,7 +660,7 @@ TEST_CASE("count-down latch: a count of 0 is released at once, and waiters watch
     zkr::client c(test_options(cluster.connect_string()));
     zkr::count_down_latch zero(c, "/latches/zero");
     CHECK(zero.try_set_count(0));
-    CHECK(zero.await_for(0ms));
+    CHECK(zero.wait(0ms));
 
     zkr::count_down_latch latch(c, "/latches/herd");
     REQUIRE(latch.try_set_count(2));
@@ -672,7 +672,7 @@ TEST_CASE("count-down latch: a count of 0 is released at once, and waiters watch
     for (int i = 0; i < 5; ++i) clients.push_back(std::make_unique<zkr::client>(test_options(proxy.address())));
     std::vector<std::future<bool>> waiters;
     for (int i = 0; i < 5; ++i)
-        waiters.push_back(std::async(std::launch::async, [&, i] { return zkr::count_down_latch(*clients[i], "/latches/herd").await_for(20s); }));
+        waiters.push_back(std::async(std::launch::async, [&, i] { return zkr::count_down_latch(*clients[i], "/latches/herd").wait(20s); }));
     // One watch each, all on the released marker.
     REQUIRE(eventually([&] { return cluster.watch_count(0) == before + 5; }));
     REQUIRE(eventually([&] { return proxy.requests_seen(zkr::test::zk_op::exists, "/latches/herd/released") == 5; }));
@@ -692,7 +692,7 @@ TEST_CASE("count-down latch: a count of 0 is released at once, and waiters watch
     CHECK(eventually([&] { return cluster.watch_count(0) == before; }));
     // A timed-out await leaves no watch.
     zkr::count_down_latch unset(c, "/latches/unset");
-    CHECK_FALSE(unset.await_for(100ms));
+    CHECK_FALSE(unset.wait(100ms));
     CHECK(eventually([&] { return cluster.watch_count(0) == before; }));
 }
 
@@ -722,7 +722,7 @@ TEST_CASE("barrier and latch: async waits complete on the node, are cancelled wi
     std::promise<zkr::error_code> awaited;
     auto executor = latch.get_executor();
     std::atomic<bool> on_executor{false};
-    latch.async_await([&](zkr::error_code ec) {
+    latch.async_wait([&](zkr::error_code ec) {
         on_executor = executor.target<boost::asio::io_context::executor_type>() &&
                       executor.target<boost::asio::io_context::executor_type>()->running_in_this_thread();
         awaited.set_value(ec);

@@ -59,9 +59,9 @@ public:
     /// client closed before its answer (it may have been applied: do not count down again for
     /// it; its "cd-<uuid>" child, named in the message, says whether it was).
     void count_down();
-    /// count_down() blocking nothing: the same machine (recipes/barrier/count_down_fsm.hpp), so
-    /// the same promises, but a lost race reads again at once (count_down() pauses its own thread
-    /// a little past the first few). Handler: void(zkr::error_code) — the errors count_down()
+    /// count_down() blocking nothing: the same machine and driver (recipes/barrier/count_down_fsm.hpp,
+    /// count_down_latch.cpp), so the same promises; past its first few lost races it pauses a
+    /// little before reading again, on a timer, holding no thread. Handler: void(zkr::error_code) — the errors count_down()
     /// throws; errc::client_closed when the client closed before it was sent (a transaction
     /// already sent is outcome_unknown). Not cancellable (a write: once
     /// sent, only its answer can say whether it was applied). The handler runs on its associated

@@ -14,22 +14,26 @@
 #include "toolkit/recipe_path.hpp"
 #include "zkr/path.hpp"
 
+#include <boost/asio/steady_timer.hpp>
+
+#include <functional>
 #include <stdexcept>
-#include <thread>
 
 namespace zkr::detail {
 
 namespace {
-// One async count-down: the machine's requests sent as it asks, through the session; it runs on
+// One count-down: the machine's requests sent as it asks, through the session; it runs on
 // whichever thread completes the last request (often the C client's) and only sends the next
-// one. Lost races read again at once (the blocking form pauses its own thread past the first
-// few; here no thread may be held, and a writer that paused would fall behind one that won).
+// one. A pause the machine asks for (past its first lost races) is a timer on the session
+// thread: no thread is held, the blocking form's neither. Both forms are this driver: the async
+// one posts its handler, the blocking one waits for `finish` on its own thread.
 class count_down_call : public std::enable_shared_from_this<count_down_call> {
 public:
-    count_down_call(std::weak_ptr<session_port> port, const std::string& path, observed_operation observed,
-                    std::shared_ptr<completion<>> done)
+    using finish_fn = std::function<void(error_code, const std::string& what)>;
+
+    count_down_call(std::weak_ptr<session_port> port, const std::string& path, observed_operation observed, finish_fn finish)
         : port_(std::move(port)), machine_(path, join_path(path, "cd-" + blocking::member_uuid())),
-          observed_(std::move(observed)), done_(std::move(done)) {}
+          observed_(std::move(observed)), finish_(std::move(finish)) {}
 
     void start() {
         count_down_fsm::action a;
@@ -61,11 +65,22 @@ private:
     }
 
     void run(count_down_fsm::action a) {
-        if (auto* d = std::get_if<counter_step::done>(&a.next)) return end(d->error);
+        if (auto* d = std::get_if<counter_step::done>(&a.next)) return end(d->error, d->what);
         auto port = port_.lock();
         // Closed before this request is sent: nothing of it can land (an earlier try of a
         // transaction the machine gave up on is the machine's to report, as outcome_unknown).
-        if (!port || port->closed()) return end(make_error_code(errc::client_closed));
+        if (!port || port->closed()) return end(make_error_code(errc::client_closed), "the client closed");
+        if (a.pause.count() > 0) {
+            // A fresh timer per pause, touched only here and by its handler; the runtime it runs
+            // on is kept while it waits.
+            auto timer = std::make_shared<boost::asio::steady_timer>(port->threads()->session, a.pause);
+            auto next = std::make_shared<count_down_fsm::action>(std::move(a));
+            next->pause = {};
+            timer->async_wait([timer, threads = port->threads(), next, self = shared_from_this()](boost::system::error_code) {
+                self->run(std::move(*next));
+            });
+            return;
+        }
         std::visit(
             [&](const auto& s) {
                 using S = std::decay_t<decltype(s)>;
@@ -76,17 +91,32 @@ private:
             a.next);
     }
 
-    void end(error_code ec) {
+    void end(error_code ec, const std::string& what) {
         observed_.finish(ec);
-        (*done_)(ec);
+        finish_(ec, what);
     }
 
     std::weak_ptr<session_port> port_;
     std::mutex mutex_;  // the machine; never held while sending
     count_down_fsm machine_;
     observed_operation observed_;
-    std::shared_ptr<completion<>> done_;
+    finish_fn finish_;
 };
+
+// Starts one count-down on `port` (open); `finish` runs once, on whichever thread ends it.
+void start_count_down_call(const std::shared_ptr<session_port>& port, const std::string& path, count_down_call::finish_fn finish) {
+    observed_operation observed(*port, recipe_kind::count_down_latch, path, recipe_operation::count_down);
+    std::make_shared<count_down_call>(port->weak_port(), path, std::move(observed), std::move(finish))->start();
+}
+
+// count_down_latch::count_down(): this driver, the calling thread waiting for its end.
+void blocking_count_down(const std::shared_ptr<session_port>& port, const std::string& path) {
+    sync_slot<std::string> slot;
+    start_count_down_call(port, path, [&slot](error_code ec, const std::string& what) { slot.set(ec, what); });
+    error_code ec;
+    auto [what] = slot.wait(ec);
+    if (ec) throw zkr::system_error(ec, what);
+}
 }  // namespace
 
 void start_count_down(const std::weak_ptr<session_port>& port, const boost::asio::any_io_executor& executor, std::string path,
@@ -94,8 +124,7 @@ void start_count_down(const std::weak_ptr<session_port>& port, const boost::asio
     auto done = std::make_shared<completion<>>(std::move(handler), executor);
     auto p = port.lock();
     if (!p || p->closed()) return (*done)(make_error_code(errc::client_closed));
-    observed_operation observed(*p, recipe_kind::count_down_latch, path, recipe_operation::count_down);
-    std::make_shared<count_down_call>(port, path, std::move(observed), std::move(done))->start();
+    start_count_down_call(p, path, [done](error_code ec, const std::string&) { (*done)(ec); });
 }
 
 }  // namespace zkr::detail
@@ -180,30 +209,8 @@ bool count_down_latch::try_set_count(std::int64_t count) {
 }
 
 void count_down_latch::count_down() {
-    auto held = port();
-    auto& p = *held;
-    // The machine driven on the calling thread, each request blocking it (never the client's).
-    detail::count_down_fsm machine(path_, join_path(path_, "cd-" + b::member_uuid()));
-    detail::observed_operation observed(p, recipe_kind::count_down_latch, path_, recipe_operation::count_down);
-    auto a = machine.start();
-    for (;;) {
-        if (auto* d = std::get_if<detail::counter_step::done>(&a.next)) {
-            observed.finish(d->error);
-            if (d->error) throw zkr::system_error(d->error, d->what);
-            return;
-        }
-        if (a.pause.count() > 0) std::this_thread::sleep_for(a.pause);
-        detail::counter_reply r;
-        std::visit(
-            [&](const auto& s) {
-                using S = std::decay_t<decltype(s)>;
-                if constexpr (std::is_same_v<S, detail::counter_step::read>) r.value = b::get_data(p, s.path, r.error);
-                else if constexpr (std::is_same_v<S, detail::counter_step::create>) r.value = b::create(p, s.path, s.data, s.mode, r.error);
-                else if constexpr (std::is_same_v<S, detail::counter_step::write>) r.value = b::multi(p, s.ops, r.error);
-            },
-            a.next);
-        a = machine.on(r);
-    }
+    // The async form's driver, this thread waiting for its end (never the client's threads).
+    detail::blocking_count_down(port(), path_);
 }
 
 bool count_down_latch::wait(std::chrono::steady_clock::time_point deadline) {
