@@ -79,6 +79,25 @@ TEST_CASE("api style: a wait takes any duration, a steady deadline or another cl
     CHECK(leader.wait_leadership(1.5s));
     leader.close();
     CHECK_FALSE(leader.wait_leadership());  // closed: false at once, not for ever
+
+    // The client's own wait: the same forms. Connected: every one returns at once, a past
+    // deadline too (it looks once).
+    c.wait_connected(1.5s);
+    c.wait_connected(std::chrono::system_clock::now() + 10s);
+    c.wait_connected(steady::now() - 1h);
+    c.wait_connected(std::chrono::hours::max());
+    // Nothing listening: connect_timeout by the deadline, whichever form gave it.
+    zkr::client_options nowhere;
+    nowhere.connect = "127.0.0.1:1";
+    zkr::client lonely(nowhere);
+    start = steady::now();
+    CHECK_THROWS_MATCHES(lonely.wait_connected(std::chrono::duration<double>(0.3)), zkr::system_error,
+                         Catch::Predicate<zkr::system_error>([](const zkr::system_error& e) { return e.code() == zkr::errc::connect_timeout; }));
+    CHECK(steady::now() - start >= 300ms);
+    start = steady::now();
+    CHECK_THROWS_AS(lonely.wait_connected(std::chrono::system_clock::now() + 200ms), zkr::system_error);
+    CHECK(steady::now() - start >= 150ms);
+    CHECK_THROWS_AS(lonely.wait_connected(steady::now() - 1h), zkr::system_error);
 }
 
 TEST_CASE("api style: a persistent node's, a TTL node's and a member's waits have async forms, ended by close() and by "

@@ -27,10 +27,6 @@ std::tuple<Values...> run_blocking(Start&& start, zkr::error_code& ec) {
 // A condition variable's wait_for adds the timeout to the steady clock's now, in nanoseconds:
 // milliseconds::max() overflowed there into the past, and the wait ended at once. 100 years is
 // for ever, in practice, and fits.
-std::chrono::milliseconds longest_wait(std::chrono::milliseconds timeout) {
-    return std::min(timeout, std::chrono::milliseconds(std::chrono::hours(24 * 365 * 100)));
-}
-
 // `request_size`: what the request would take (request_sizer), to say so if it was refused for it.
 [[noreturn]] void throw_error(zkr::error_code ec, const char* operation, const std::string& path,
                               const client_options& options, std::size_t request_size) {
@@ -64,7 +60,8 @@ bool client::flush_observer(std::chrono::milliseconds timeout) const {
     const auto& events = impl_->observer_events();
     return !events || events->flush(timeout);
 }
-void client::wait_connected(std::chrono::milliseconds timeout) { impl_->wait_connected(longest_wait(timeout)); }
+void client::wait_connected(std::chrono::steady_clock::time_point deadline) { impl_->wait_connected(deadline, std::nullopt); }
+void client::wait_connected(std::chrono::milliseconds timeout) { impl_->wait_connected(detail::deadline_after(timeout), timeout); }
 
 subscription client::on_state_change(std::function<void(connection_state)> listener) {
     return impl_->on_state_change(std::move(listener));

@@ -204,15 +204,22 @@ void client_impl::note_reply(const request& r, int rc) {
 
 // ---------------------------------------------------------------- waiting and listening
 
-void client_impl::wait_connected(std::chrono::milliseconds timeout) {
+void client_impl::wait_connected(std::chrono::steady_clock::time_point deadline, std::optional<std::chrono::milliseconds> asked) {
+    const auto called = std::chrono::steady_clock::now();
     std::unique_lock lock(state_mutex_);
-    state_changed_.wait_for(lock, timeout, [&] { return connected_.load() || closed_.load(); });
+    auto done = [&] { return connected_.load() || closed_.load(); };
+    // wait_until would compute with time_point::max(): for ever is a plain wait.
+    if (deadline == std::chrono::steady_clock::time_point::max()) state_changed_.wait(lock, done);
+    else state_changed_.wait_until(lock, deadline, done);
     if (connected_) return;
+    const std::string within = asked ? "within " + ms_text(*asked)
+                                     : "by its deadline (" + ms_text(std::chrono::ceil<std::chrono::milliseconds>(
+                                                                std::max(deadline, called) - called)) +
+                                           " after the call)";
     if (closed_) throw zkr::system_error(make_error_code(errc::client_closed), "zkr::client::wait_connected");
     std::string why = open_problem_.empty() ? std::string("is a server listening there?") : open_problem_;
     throw zkr::system_error(make_error_code(errc::connect_timeout),
-                            "no ZooKeeper session with " + quoted_path(options_.connect) + " within " + ms_text(timeout) + " (" +
-                                why + ")");
+                            "no ZooKeeper session with " + quoted_path(options_.connect) + " " + within + " (" + why + ")");
 }
 
 subscription client_impl::on_state_change(std::function<void(connection_state)> listener) {

@@ -128,7 +128,8 @@ public:
     /// answers): false holds back closing given-up sessions.
     void close_given_up_sessions_for_tests(bool enabled) { close_given_up_enabled_ = enabled; }
 
-    void wait_connected(std::chrono::milliseconds timeout);
+    /// `asked`: the timeout the caller gave, for the message (none: a deadline was given).
+    void wait_connected(std::chrono::steady_clock::time_point deadline, std::optional<std::chrono::milliseconds> asked);
     subscription on_state_change(std::function<void(connection_state)> listener);
     /// zkr's own listeners: called on the session thread, in order; must not block.
     subscription on_session_event(std::function<void(const session_event&)> listener) override;

@@ -213,8 +213,21 @@ public:
     bool flush_observer(std::chrono::milliseconds timeout) const;
 
     /// Blocks until connected. Throws zkr::system_error(errc::connect_timeout) naming the
-    /// connect string (and DNS, when its host names do not resolve) after `timeout`, or
-    /// errc::client_closed. milliseconds::max() waits for ever.
+    /// connect string (and DNS, when its host names do not resolve) once `deadline` passed, or
+    /// errc::client_closed. time_point::max() waits for ever; a deadline already past looks once.
+    void wait_connected(std::chrono::steady_clock::time_point deadline);
+    /// wait_connected(deadline) for a time point of any other clock (or precision), converted once.
+    template <class Clock, class Duration>
+    void wait_connected(const std::chrono::time_point<Clock, Duration>& deadline) {
+        wait_connected(detail::to_steady(deadline));
+    }
+    /// wait_connected(deadline) with the deadline `timeout` from now (any std::chrono::duration;
+    /// duration::max() waits for ever).
+    template <class Rep, class Period>
+    void wait_connected(const std::chrono::duration<Rep, Period>& timeout) {
+        wait_connected(detail::deadline_after(timeout));
+    }
+    /// The same with milliseconds (kept: the signature of 0.1).
     void wait_connected(std::chrono::milliseconds timeout);
     /// wait_connected(options().connection_timeout).
     void wait_connected() { wait_connected(options().connection_timeout); }
