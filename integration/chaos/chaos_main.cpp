@@ -628,16 +628,33 @@ int main(int argc, char** argv) {
     std::size_t ids_drawn = 0;
     long ids_reused = 0, ids_out_of_order = 0;
     {
-        std::set<long long> seen;
+        // Each id's first holder (worker, index), to name both holders of one handed out twice.
+        std::map<long long, std::pair<int, std::size_t>> seen;
+        std::vector<std::string> examples;
         for (auto& w : workers) {
             for (std::size_t i = 0; i < w->ids.size(); ++i) {
-                if (!seen.insert(w->ids[i]).second) ++ids_reused;
-                if (i > 0 && w->ids[i] <= w->ids[i - 1]) ++ids_out_of_order;
+                auto [it, fresh] = seen.emplace(w->ids[i], std::pair{w->id, i});
+                if (!fresh) {
+                    ++ids_reused;
+                    if (examples.size() < 4)
+                        examples.push_back("id " + std::to_string(w->ids[i]) + ": worker " + std::to_string(it->second.first) +
+                                           " (its id #" + std::to_string(it->second.second) + ") and worker " +
+                                           std::to_string(w->id) + " (its id #" + std::to_string(i) + " of " +
+                                           std::to_string(w->ids.size()) + ")");
+                }
+                if (i > 0 && w->ids[i] <= w->ids[i - 1]) {
+                    ++ids_out_of_order;
+                    if (examples.size() < 8)
+                        examples.push_back("worker " + std::to_string(w->id) + ": id #" + std::to_string(i) + " = " +
+                                           std::to_string(w->ids[i]) + " after " + std::to_string(w->ids[i - 1]));
+                }
             }
             ids_drawn += w->ids.size();
         }
-        if (ids_reused || ids_out_of_order)
+        if (ids_reused || ids_out_of_order) {
             std::fprintf(stderr, "ids: %ld handed out twice, %ld not above the one before\n", ids_reused, ids_out_of_order);
+            for (auto& e : examples) std::fprintf(stderr, "ids:   %s\n", e.c_str());
+        }
     }
 
     // Timed calls past their deadline + 1 s, not counting time their process was frozen.

@@ -389,7 +389,7 @@ void count_down_rounds(zkr::client& c, int id, std::atomic<bool>& stop, latch_ta
                 // asked again for up to 15 s.
                 std::optional<bool> released;
                 for (auto until = clock_type::now() + 15s; !stop && clock_type::now() < until;) {
-                    released = settled([&] { return latch.await_for(1s); });
+                    released = settled([&] { return latch.wait(1s); });
                     if (!released || *released) break;
                 }
                 if (!released || stop) break;  // told to stop: the round is not counted
@@ -548,7 +548,10 @@ void draw_ids(zkr::client& c, std::atomic<bool>& stop) {
             }
         } catch (const zkr::system_error& e) {
             if (e.code() == zkr::errc::client_closed) break;
-            std::this_thread::sleep_for(100ms);
+            // Where a generator ended, and why (the driver prints it: a duplicate's neighbour).
+            flush();
+            say("idgen ended: " + std::string(e.what()));
+            std::this_thread::sleep_for(100ms);  // paces the next generator; nothing waits on it
         }
     }
     flush();
