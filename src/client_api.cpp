@@ -24,9 +24,6 @@ std::tuple<Values...> run_blocking(Start&& start, zkr::error_code& ec) {
     return slot.wait(ec);
 }
 
-// A condition variable's wait_for adds the timeout to the steady clock's now, in nanoseconds:
-// milliseconds::max() overflowed there into the past, and the wait ended at once. 100 years is
-// for ever, in practice, and fits.
 // `request_size`: what the request would take (request_sizer), to say so if it was refused for it.
 [[noreturn]] void throw_error(zkr::error_code ec, const char* operation, const std::string& path,
                               const client_options& options, std::size_t request_size) {

@@ -212,11 +212,11 @@ void client_impl::wait_connected(std::chrono::steady_clock::time_point deadline,
     if (deadline == std::chrono::steady_clock::time_point::max()) state_changed_.wait(lock, done);
     else state_changed_.wait_until(lock, deadline, done);
     if (connected_) return;
+    if (closed_) throw zkr::system_error(make_error_code(errc::client_closed), "zkr::client::wait_connected");
     const std::string within = asked ? "within " + ms_text(*asked)
                                      : "by its deadline (" + ms_text(std::chrono::ceil<std::chrono::milliseconds>(
                                                                 std::max(deadline, called) - called)) +
                                            " after the call)";
-    if (closed_) throw zkr::system_error(make_error_code(errc::client_closed), "zkr::client::wait_connected");
     std::string why = open_problem_.empty() ? std::string("is a server listening there?") : open_problem_;
     throw zkr::system_error(make_error_code(errc::connect_timeout),
                             "no ZooKeeper session with " + quoted_path(options_.connect) + " " + within + " (" + why + ")");
