@@ -118,7 +118,9 @@ std::string mode_of(const std::string& srvr) {
 }
 
 // The class path: $ZKR_TESTKIT_CLASSPATH, or Debian's zookeeper package's jar with the log4j
-// binding its log configuration uses (without one, slf4j drops every server log line).
+// binding its log configuration uses (without one, slf4j drops every server log line), and
+// Netty's codec, which the jar's manifest leaves out although NettyServerCnxnFactory (a server
+// with serverCnxnFactory set to it, as TLS needs) cannot accept a connection without it.
 std::string default_class_path() {
     if (auto cp = env("ZKR_TESTKIT_CLASSPATH"); !cp.empty()) return cp;
     const std::string jar = "/usr/share/java/zookeeper.jar";
@@ -127,7 +129,7 @@ std::string default_class_path() {
                                  " is missing. Install Debian's zookeeper package (apt-get install zookeeper), "
                                  "or set ZKR_TESTKIT_CLASSPATH to the server's class path");
     std::string cp = jar;
-    for (const char* extra : {"/usr/share/java/slf4j-log4j12.jar", "/usr/share/java/log4j-1.2.jar"})
+    for (const char* extra : {"/usr/share/java/slf4j-log4j12.jar", "/usr/share/java/log4j-1.2.jar", "/usr/share/java/netty-codec.jar"})
         if (fs::exists(extra)) cp += std::string(":") + extra;
     return cp;
 }
