@@ -8,6 +8,7 @@
 #include "zkr/barrier.hpp"
 #include "zkr/client.hpp"
 #include "zkr/count_down_latch.hpp"
+#include "zkr/double_barrier.hpp"
 #include "zkr/group_member.hpp"
 #include "zkr/leader_latch.hpp"
 #include "zkr/persistent_node.hpp"
@@ -98,6 +99,31 @@ TEST_CASE("api style: a wait takes any duration, a steady deadline or another cl
     CHECK_THROWS_AS(lonely.wait_connected(std::chrono::system_clock::now() + 200ms), zkr::system_error);
     CHECK(steady::now() - start >= 150ms);
     CHECK_THROWS_AS(lonely.wait_connected(steady::now() - 1h), zkr::system_error);
+}
+
+TEST_CASE("api style: a double barrier's enter and leave take any duration, a steady deadline or another clock's time "
+          "point, as try_lock_for and try_lock_until do",
+          "[api_style]") {
+    zkr::client c(test_options(test_connect_string()));
+    const std::string path = unique_path("style-double-barrier");
+    zkr::double_barrier a(c, path, 2), b(c, path, 2);
+    // Alone: each form returns false by its deadline, with the member's node gone.
+    auto start = steady::now();
+    CHECK_FALSE(a.enter_for(std::chrono::duration<double>(0.3)));
+    CHECK(steady::now() - start >= 300ms);
+    start = steady::now();
+    CHECK_FALSE(a.enter_until(std::chrono::system_clock::now() + 200ms));
+    CHECK(steady::now() - start >= 150ms);  // converted once at the call: the clocks agree to a few ms
+    CHECK_FALSE(a.enter_until(steady::now() - 1h));  // a try: the node made, the group listed once
+    CHECK_FALSE(a.enter_for(std::chrono::hours(-1)));
+    CHECK(c.get_children(path).children.empty());  // its deletes are sent before it answers
+    // Both: passed with any form, the async ones too; duration::max() waits for ever.
+    auto in = b.async_enter_until(std::chrono::system_clock::now() + 20s, asio::use_future);
+    CHECK(a.enter_for(std::chrono::hours::max()));
+    CHECK(in.get());
+    auto out = b.async_leave_for(std::chrono::duration<double>(20.0), asio::use_future);
+    CHECK(a.leave_until(steady::now() + 20s));
+    CHECK(out.get());
 }
 
 TEST_CASE("api style: a persistent node's, a TTL node's and a member's waits have async forms, ended by close() and by "

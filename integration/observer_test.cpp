@@ -8,6 +8,7 @@
 #include "zkr/barrier.hpp"
 #include "zkr/client.hpp"
 #include "zkr/count_down_latch.hpp"
+#include "zkr/double_barrier.hpp"
 #include "zkr/leader_latch.hpp"
 #include "zkr/leader_selector.hpp"
 #include "zkr/log.hpp"
@@ -729,4 +730,38 @@ TEST_CASE("observer: barrier and count-down latch waits, count-downs and counter
     CHECK(value(*metrics, "zkr_lock_acquire_seconds_count", {{"recipe", "barrier"}}) == 0);
     CHECK(metrics->prometheus_text().find("zkr_recipe_operation_seconds_bucket{recipe=\"counter\",operation=\"change\",outcome=\"done\"") !=
           std::string::npos);
+}
+
+TEST_CASE("observer: a double barrier's enters and leaves are timed by outcome, blocking and async alike", "[observer]") {
+    auto metrics = std::make_shared<zkr::metrics>();
+    zkr::client c(observed(test_options(test_connect_string()), metrics));
+    auto op_count = [&](std::string_view op, std::string_view outcome) {
+        return value(*metrics, "zkr_recipe_operation_seconds_count",
+                     {{"recipe", "double_barrier"}, {"operation", op}, {"outcome", outcome}});
+    };
+    const std::string path = unique_path("observer-double-barrier");
+    // Alone of two: a try (a deadline already past) and a timed enter time out.
+    zkr::double_barrier first(c, path, 2), second(c, path, 2);
+    CHECK_FALSE(first.enter_until(std::chrono::steady_clock::now()));
+    CHECK_FALSE(first.enter_for(100ms));
+    // An async enter cancelled by its caller is cancelled.
+    boost::asio::cancellation_signal stop;
+    auto cancelled = first.async_enter(boost::asio::bind_cancellation_slot(stop.slot(), boost::asio::use_future));
+    stop.emit(boost::asio::cancellation_type::terminal);
+    CHECK_THROWS(cancelled.get());
+    // Both in (one async), both out (one async): two enters and two leaves done.
+    auto in = second.async_enter_for(20s, boost::asio::use_future);
+    CHECK(first.enter_for(20s));
+    CHECK(in.get());
+    auto out = second.async_leave_until(std::chrono::system_clock::now() + 20s, boost::asio::use_future);
+    CHECK(first.leave_for(20s));
+    CHECK(out.get());
+
+    REQUIRE(c.flush_observer(10s));
+    CHECK(op_count("enter", "timed_out") == 2);
+    CHECK(op_count("enter", "cancelled") == 1);
+    CHECK(op_count("enter", "done") == 2);
+    CHECK(op_count("leave", "done") == 2);
+    CHECK(value(*metrics, "zkr_recipe_operation_seconds_count", {{"recipe", "double_barrier"}, {"outcome", "failed"}}) == 0);
+    CHECK(value(*metrics, "zkr_lock_acquire_seconds_count", {{"recipe", "double_barrier"}}) == 0);
 }

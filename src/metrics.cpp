@@ -42,6 +42,7 @@ const char* to_string(recipe_kind r) noexcept {
         case recipe_kind::barrier: return "barrier";
         case recipe_kind::count_down_latch: return "count_down_latch";
         case recipe_kind::counter: return "counter";
+        case recipe_kind::double_barrier: return "double_barrier";
     }
     return "unknown";
 }
@@ -51,6 +52,8 @@ const char* to_string(recipe_operation o) noexcept {
         case recipe_operation::wait: return "wait";
         case recipe_operation::count_down: return "count_down";
         case recipe_operation::change: return "change";
+        case recipe_operation::enter: return "enter";
+        case recipe_operation::leave: return "leave";
     }
     return "unknown";
 }
@@ -94,9 +97,9 @@ const char* to_string(expiry_cause c) noexcept {
 namespace {
 
 constexpr std::size_t operations = 8;
-constexpr std::size_t recipes = 9;
+constexpr std::size_t recipes = 10;
 constexpr std::size_t lock_recipes = 4;        // mutex .. semaphore: the zkr_lock_* series
-constexpr std::size_t recipe_operations = 3;   // recipe_operation
+constexpr std::size_t recipe_operations = 5;   // recipe_operation
 constexpr std::size_t operation_outcomes = 4;  // operation_outcome
 constexpr std::size_t outcomes = 4;
 constexpr std::size_t reasons = 2;
@@ -249,7 +252,7 @@ const std::vector<metric_family> all_families{
     {"zkr_leader_changes_total", "counter", "Leadership gained or lost, by recipe."},
     {"zkr_recipe_operation_seconds", "histogram",
      "Operations of the recipes that are not locks (barrier and count-down latch waits, count-downs, counter "
-     "operations), by recipe, operation and outcome."},
+     "operations, double-barrier enters and leaves), by recipe, operation and outcome."},
     {"zkr_observer_events_dropped_total", "counter", "Events dropped because an observer was too slow (its queue was full)."},
 };
 
@@ -446,7 +449,7 @@ metrics_snapshot metrics::snapshot() const {
             sample("zkr_leader_changes_total", with, static_cast<double>(s->leader_changes[gained ? 0 : 1].load()));
         }
     }
-    // A recipe operation's series appears once it has happened (9 recipes x 3 operations x 4
+    // A recipe operation's series appears once it has happened (10 recipes x 5 operations x 4
     // outcomes of zeros would say nothing).
     for (const auto& [l, s] : series) {
         const auto* table = s->operations_seen.load(std::memory_order_acquire);

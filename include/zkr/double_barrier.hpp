@@ -5,6 +5,7 @@
 #include "zkr/export.hpp"
 
 #include "zkr/client.hpp"
+#include "zkr/detail/deadline.hpp"
 #include "zkr/detail/initiation.hpp"
 
 #include <boost/asio/any_completion_handler.hpp>
@@ -23,9 +24,9 @@ namespace zkr {
 namespace detail {
 struct barrier_member;
 using barrier_handler = boost::asio::any_completion_handler<void(error_code, bool)>;
-/// `timeout` nullopt: no deadline.
+/// `deadline` time_point::max(): none.
 ZKR_EXPORT void start_barrier_call(const std::shared_ptr<barrier_member>& m, bool leaving,
-                                   std::optional<std::chrono::milliseconds> timeout, barrier_handler handler);
+                                   std::chrono::steady_clock::time_point deadline, barrier_handler handler);
 ZKR_EXPORT boost::asio::any_io_executor barrier_executor(const std::shared_ptr<barrier_member>& m);
 }  // namespace detail
 
@@ -63,8 +64,9 @@ struct double_barrier_options {
 /// round). Thread-safe (blocking calls are serialised);
 /// they block the calling thread, never the client's.
 ///
-/// Async forms: async_enter, async_enter_for, async_leave, async_leave_for. One state machine
-/// runs both faces (recipes/barrier/double_barrier_fsm.hpp), so they keep every promise above.
+/// Async forms: async_enter, async_enter_for, async_enter_until, async_leave, async_leave_for,
+/// async_leave_until. One state machine runs both faces (recipes/barrier/double_barrier_fsm.hpp),
+/// so they keep every promise above.
 /// Handler: void(zkr::error_code, bool passed) — passed as the blocking call's result (false
 /// only when a deadline passed); errc::cancelled on per-operation cancellation (any type: this
 /// member's node is deleted first, its watch removed), errc::bad_arguments for a call while
@@ -84,43 +86,76 @@ public:
     double_barrier(const double_barrier&) = delete;
     double_barrier& operator=(const double_barrier&) = delete;
 
-    /// Enters and waits until `member_count` members are in (true), or `timeout` passed (false:
-    /// this member's node is deleted first). milliseconds::max() waits for ever; 0 makes the
-    /// node and lists once. Throws
+    /// Enters and waits until `member_count` members are in (true), or `deadline` passed (false:
+    /// this member's node is deleted first). time_point::max() waits for ever; a deadline already
+    /// past makes the node and lists once (bounded by a session timeout, as a try is). Throws
     /// zkr::system_error (the node deleted first), std::logic_error when already entered.
     /// Curator's layout: errc::outcome_unknown when the connection dropped while the round may
     /// have closed unseen (kazoo's leave deletes "ready" first: docs/coordination.md) — the
     /// group may have passed without this member; it is never told true unless the group was
     /// complete, and it does not wait out its deadline for a round that has gone.
-    bool enter_for(std::chrono::milliseconds timeout);
-    /// enter_for() without a deadline.
-    void enter() { enter_for(std::chrono::milliseconds::max()); }
-    /// Leaves and waits until every member has left (true), or `timeout` passed (false; this
-    /// member's node is deleted first all the same). Throws zkr::system_error,
-    /// std::logic_error when not entered.
-    bool leave_for(std::chrono::milliseconds timeout);
-    /// leave_for() without a deadline.
-    void leave() { leave_for(std::chrono::milliseconds::max()); }
+    bool enter_until(std::chrono::steady_clock::time_point deadline);
+    /// enter_until(deadline) for a time point of any other clock (or precision), converted to
+    /// the steady clock once, at the call.
+    template <class Clock, class Duration>
+    bool enter_until(const std::chrono::time_point<Clock, Duration>& deadline) {
+        return enter_until(detail::to_steady(deadline));
+    }
+    /// enter_until() with the deadline `timeout` from now: any std::chrono::duration; one too
+    /// long for the steady clock (duration::max()) waits for ever, zero or less lists once.
+    template <class Rep, class Period>
+    bool enter_for(const std::chrono::duration<Rep, Period>& timeout) {
+        return enter_until(detail::deadline_after(timeout));
+    }
+    /// enter_until() without a deadline.
+    void enter() { enter_until(std::chrono::steady_clock::time_point::max()); }
+    /// Leaves and waits until every member has left (true), or `deadline` passed (false; this
+    /// member's node is deleted first all the same). Throws zkr::system_error, std::logic_error
+    /// when not entered.
+    bool leave_until(std::chrono::steady_clock::time_point deadline);
+    /// leave_until(deadline) for a time point of any other clock, converted once, at the call.
+    template <class Clock, class Duration>
+    bool leave_until(const std::chrono::time_point<Clock, Duration>& deadline) {
+        return leave_until(detail::to_steady(deadline));
+    }
+    /// leave_until() with the deadline `timeout` from now (any std::chrono::duration).
+    template <class Rep, class Period>
+    bool leave_for(const std::chrono::duration<Rep, Period>& timeout) {
+        return leave_until(detail::deadline_after(timeout));
+    }
+    /// leave_until() without a deadline.
+    void leave() { leave_until(std::chrono::steady_clock::time_point::max()); }
 
     /// enter() blocking nothing. Handler: void(zkr::error_code, bool passed); see the class.
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_enter(CompletionToken&& token = {}) {
-        return start(false, std::nullopt, std::forward<CompletionToken>(token));
+        return start(false, [] { return std::chrono::steady_clock::time_point::max(); }, std::forward<CompletionToken>(token));
     }
-    /// enter_for() blocking nothing (passed false: `timeout` passed, the node deleted first).
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_enter_for(std::chrono::milliseconds timeout, CompletionToken&& token = {}) {
-        return start(false, timeout, std::forward<CompletionToken>(token));
+    /// enter_for() blocking nothing (passed false: `timeout` passed, the node deleted first). The
+    /// timeout counts from when the operation is started (with a deferred token, when it is run).
+    template <class Rep, class Period, class CompletionToken = boost::asio::deferred_t>
+    auto async_enter_for(const std::chrono::duration<Rep, Period>& timeout, CompletionToken&& token = {}) {
+        return start(false, [timeout] { return detail::deadline_after(timeout); }, std::forward<CompletionToken>(token));
+    }
+    /// enter_until() blocking nothing (any clock's time point, converted once, at the call).
+    template <class Clock, class Duration, class CompletionToken = boost::asio::deferred_t>
+    auto async_enter_until(const std::chrono::time_point<Clock, Duration>& deadline, CompletionToken&& token = {}) {
+        return start(false, [at = detail::to_steady(deadline)] { return at; }, std::forward<CompletionToken>(token));
     }
     /// leave() blocking nothing. Handler: void(zkr::error_code, bool passed).
     template <class CompletionToken = boost::asio::deferred_t>
     auto async_leave(CompletionToken&& token = {}) {
-        return start(true, std::nullopt, std::forward<CompletionToken>(token));
+        return start(true, [] { return std::chrono::steady_clock::time_point::max(); }, std::forward<CompletionToken>(token));
     }
-    /// leave_for() blocking nothing.
-    template <class CompletionToken = boost::asio::deferred_t>
-    auto async_leave_for(std::chrono::milliseconds timeout, CompletionToken&& token = {}) {
-        return start(true, timeout, std::forward<CompletionToken>(token));
+    /// leave_for() blocking nothing; the timeout counts from when the operation is started.
+    template <class Rep, class Period, class CompletionToken = boost::asio::deferred_t>
+    auto async_leave_for(const std::chrono::duration<Rep, Period>& timeout, CompletionToken&& token = {}) {
+        return start(true, [timeout] { return detail::deadline_after(timeout); }, std::forward<CompletionToken>(token));
+    }
+    /// leave_until() blocking nothing.
+    template <class Clock, class Duration, class CompletionToken = boost::asio::deferred_t>
+    auto async_leave_until(const std::chrono::time_point<Clock, Duration>& deadline, CompletionToken&& token = {}) {
+        return start(true, [at = detail::to_steady(deadline)] { return at; }, std::forward<CompletionToken>(token));
     }
     /// The type of get_executor().
     using executor_type = boost::asio::any_io_executor;
@@ -136,15 +171,16 @@ public:
     int member_count() const noexcept;
 
 private:
-    template <class CompletionToken>
-    auto start(bool leaving, std::optional<std::chrono::milliseconds> timeout, CompletionToken&& token) {
+    // `deadline_of()` gives the deadline when the operation starts.
+    template <class DeadlineOf, class CompletionToken>
+    auto start(bool leaving, DeadlineOf deadline_of, CompletionToken&& token) {
         return boost::asio::async_initiate<CompletionToken, void(error_code, bool)>(
-            detail::initiation{get_executor(), [member = member_, leaving, timeout](auto handler) {
-                                   detail::start_barrier_call(member, leaving, timeout, std::move(handler));
+            detail::initiation{get_executor(), [member = member_, leaving, deadline_of](auto handler) {
+                                   detail::start_barrier_call(member, leaving, deadline_of(), std::move(handler));
                                }},
             token);
     }
-    bool call(bool leaving, std::chrono::milliseconds timeout);
+    bool call(bool leaving, std::chrono::steady_clock::time_point deadline);
 
     std::shared_ptr<detail::barrier_member> member_;
     std::mutex mutex_;  // serialises the blocking calls

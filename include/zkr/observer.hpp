@@ -39,10 +39,11 @@ enum class recipe_kind : std::uint8_t {
     leader_selector,  ///< zkr::leader_selector
     barrier,           ///< zkr::barrier (its waits)
     count_down_latch,  ///< zkr::count_down_latch (its count-downs and waits)
-    counter,           ///< zkr::atomic_long, zkr::atomic_int (their reads and changes)
+    counter,           ///< zkr::atomic_long, zkr::atomic_int, zkr::id_generator (their reads and changes)
+    double_barrier,    ///< zkr::double_barrier (its enters and leaves)
 };
 /// The recipe's name ("mutex", "read_lock", "write_lock", "semaphore", "leader_latch",
-/// "leader_selector", "barrier", "count_down_latch", "counter").
+/// "leader_selector", "barrier", "count_down_latch", "counter", "double_barrier").
 ZKR_EXPORT const char* to_string(recipe_kind r) noexcept;
 
 /// How an acquisition (a lock, a semaphore's leases) ended.
@@ -60,8 +61,10 @@ enum class recipe_operation : std::uint8_t {
     wait,        ///< a barrier's or a count-down latch's wait (blocking or async)
     count_down,  ///< a count-down latch's count_down (blocking or async)
     change,      ///< a counter's operation (get, add, set, compare-and-set, ...), from when it was queued
+    enter,       ///< a double barrier's enter (blocking or async): done once the group is in
+    leave,       ///< a double barrier's leave: done once every member has left
 };
-/// The operation's name ("wait", "count_down", "change").
+/// The operation's name ("wait", "count_down", "change", "enter", "leave").
 ZKR_EXPORT const char* to_string(recipe_operation o) noexcept;
 
 /// How a recipe operation ended.

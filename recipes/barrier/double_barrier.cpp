@@ -14,6 +14,7 @@
 #include "session_port.hpp"
 #include "toolkit/blocking.hpp"
 #include "toolkit/cleanup.hpp"
+#include "toolkit/observed_operation.hpp"
 #include "toolkit/recipe_path.hpp"
 #include "watch_registry.hpp"
 #include "zkr/path.hpp"
@@ -85,11 +86,13 @@ public:
     using answer_fn = std::function<void(error_code, const std::string& what, bool passed)>;
 
     // `round`: the reusable mode's round a leave is in.
-    barrier_call(std::shared_ptr<barrier_member> m, bool leaving, bool once, std::string round, answer_fn answer)
+    barrier_call(std::shared_ptr<barrier_member> m, bool leaving, bool once, std::string round, answer_fn answer,
+                 observed_operation observed)
         : member_(std::move(m)),
           machine_(member_->path, member_->name, member_->member_count, leaving, once, member_->reusable, std::move(round)),
           leaving_(leaving),
-          answer_(std::move(answer)) {}
+          answer_(std::move(answer)),
+          observed_(std::move(observed)) {}
 
     void start(std::optional<std::chrono::steady_clock::time_point> deadline) {
         auto port = member_->port.lock();
@@ -356,6 +359,8 @@ private:
             orphan_in = member_->entered && member_->orphaned;
         }
         if (orphan_in) member_->delete_node();  // its object went while it entered: nobody would leave
+        // Not passed without an error: its deadline passed first (a deadline already past too).
+        observed_.finish(d.error ? d.error : d.passed ? error_code{} : make_error_code(errc::timed_out));
         answer_(d.error, d.what, d.passed);
     }
 
@@ -365,6 +370,7 @@ private:
     double_barrier_fsm machine_;
     const bool leaving_;
     answer_fn answer_;
+    observed_operation observed_;  // told once, in finish()
     std::uint64_t seq_ = 0;
     std::shared_ptr<watch_state> watch_;
     std::shared_ptr<watch_state> ready_watch_;  // Curator's layout, enter: kept for the whole call
@@ -392,19 +398,19 @@ error_code claim(barrier_member& m, bool leaving, std::string& what) {
     return {};
 }
 
-// Starts a call; `timeout` nullopt waits for ever.
-void start_call(const std::shared_ptr<barrier_member>& m, bool leaving, std::optional<std::chrono::milliseconds> timeout,
+// Starts a call; `deadline` time_point::max() waits for ever.
+void start_call(const std::shared_ptr<barrier_member>& m, bool leaving, std::chrono::steady_clock::time_point deadline,
                 barrier_call::answer_fn answer, asio::cancellation_slot slot = {}) {
-    std::optional<std::chrono::steady_clock::time_point> deadline;
+    std::optional<std::chrono::steady_clock::time_point> bound;
     bool once = false;
-    if (timeout) {
-        auto port = m->port.lock();
-        if (*timeout <= std::chrono::milliseconds::zero() && !leaving) {
-            // Zero: make the node and list once, bounded as a try is.
+    if (deadline != std::chrono::steady_clock::time_point::max()) {
+        const auto now = std::chrono::steady_clock::now();
+        bound = deadline;
+        if (deadline <= now && !leaving) {
+            // Already past: make the node and list once, bounded as a try is.
+            auto port = m->port.lock();
             once = true;
-            deadline = std::chrono::steady_clock::now() + (port ? port->session_timeout() : std::chrono::milliseconds(0));
-        } else {
-            deadline = blocking::deadline_after(*timeout);
+            bound = now + (port ? port->session_timeout() : std::chrono::milliseconds(0));
         }
     }
     std::string round;
@@ -412,24 +418,27 @@ void start_call(const std::shared_ptr<barrier_member>& m, bool leaving, std::opt
         std::lock_guard lock(m->mutex);
         round = m->round;
     }
-    auto call = std::make_shared<barrier_call>(m, leaving, once, std::move(round), std::move(answer));
+    observed_operation observed;
+    if (auto port = m->port.lock())
+        observed = observed_operation(*port, recipe_kind::double_barrier, m->path, leaving ? recipe_operation::leave : recipe_operation::enter);
+    auto call = std::make_shared<barrier_call>(m, leaving, once, std::move(round), std::move(answer), std::move(observed));
     if (slot.is_connected()) {
         slot.assign([weak = std::weak_ptr<barrier_call>(call)](asio::cancellation_type) {
             if (auto c = weak.lock()) c->give_up(make_error_code(errc::cancelled));
         });
     }
-    call->start(deadline);
+    call->start(bound);
 }
 
 }  // namespace
 
-void start_barrier_call(const std::shared_ptr<barrier_member>& m, bool leaving, std::optional<std::chrono::milliseconds> timeout,
+void start_barrier_call(const std::shared_ptr<barrier_member>& m, bool leaving, std::chrono::steady_clock::time_point deadline,
                         barrier_handler handler) {
     std::string what;
     if (auto ec = claim(*m, leaving, what)) return post_handler(std::move(handler), m->executor, ec, false);
     auto slot = asio::get_associated_cancellation_slot(handler);
     auto done = std::make_shared<completion<bool>>(std::move(handler), m->executor);
-    start_call(m, leaving, timeout, [done](error_code ec, const std::string&, bool passed) { (*done)(ec, passed); }, slot);
+    start_call(m, leaving, deadline, [done](error_code ec, const std::string&, bool passed) { (*done)(ec, passed); }, slot);
 }
 
 asio::any_io_executor barrier_executor(const std::shared_ptr<barrier_member>& m) { return m->executor; }
@@ -468,15 +477,13 @@ double_barrier::~double_barrier() {
     if (in) member_->delete_node();
 }
 
-bool double_barrier::call(bool leaving, std::chrono::milliseconds timeout) {
+bool double_barrier::call(bool leaving, std::chrono::steady_clock::time_point deadline) {
     std::lock_guard serial(mutex_);
-    const char* name = leaving ? "zkr::double_barrier::leave_for: " : "zkr::double_barrier::enter_for: ";
+    const char* name = leaving ? "zkr::double_barrier::leave: " : "zkr::double_barrier::enter: ";
     std::string what;
     if (auto ec = detail::claim(*member_, leaving, what)) throw std::logic_error(name + what);
     detail::sync_slot<std::string, bool> slot;
-    std::optional<std::chrono::milliseconds> bounded;
-    if (timeout != std::chrono::milliseconds::max()) bounded = timeout;
-    detail::start_call(member_, leaving, bounded,
+    detail::start_call(member_, leaving, deadline,
                        [&slot](error_code ec, const std::string& w, bool passed) { slot.set(ec, w, passed); });
     error_code ec;
     auto [failure, passed] = slot.wait(ec);
@@ -484,8 +491,8 @@ bool double_barrier::call(bool leaving, std::chrono::milliseconds timeout) {
     return passed;
 }
 
-bool double_barrier::enter_for(std::chrono::milliseconds timeout) { return call(false, timeout); }
-bool double_barrier::leave_for(std::chrono::milliseconds timeout) { return call(true, timeout); }
+bool double_barrier::enter_until(std::chrono::steady_clock::time_point deadline) { return call(false, deadline); }
+bool double_barrier::leave_until(std::chrono::steady_clock::time_point deadline) { return call(true, deadline); }
 const std::string& double_barrier::path() const noexcept { return member_->path; }
 const std::string& double_barrier::node_path() const noexcept { return member_->node; }
 int double_barrier::member_count() const noexcept { return member_->member_count; }
