@@ -256,6 +256,7 @@ struct worker {
     // path been reaped and made anew (a container), its rounds would start again from 0.
     std::vector<std::pair<long long, long long>> reusable_rounds;
     std::vector<long long> ids;  // every id it was handed, in order
+    std::vector<long long> claimed_blocks;  // its claims of id blocks the servers acknowledged
     bool killed = false;
     std::atomic<bool> done{false};
 };
@@ -340,6 +341,7 @@ int main(int argc, char** argv) {
                     std::istringstream in(line->substr(4));
                     for (long long id; in >> id;) raw->ids.push_back(id);
                 }
+                else if (line->rfind("block ", 0) == 0) raw->claimed_blocks.push_back(std::stoll(line->substr(6)));
                 else if (line->rfind("rbarrier in ", 0) == 0) {
                     std::istringstream in(line->substr(12));
                     long long incarnation = 0, round = 0;
@@ -506,6 +508,35 @@ int main(int argc, char** argv) {
         ++check_errors;
         std::fprintf(stderr, "the check for lock nodes left could not be made: %s\n", e.what());
     }
+    // Every claim of an id block the servers acknowledged is still there, with its claimer: one
+    // gone means the ensemble lost an acknowledged write (ids handed out twice would then be the
+    // servers', not the generator's).
+    long claims_checked = 0, claims_lost = 0;
+    try {
+        zkr::client_options o;
+        o.connect = cluster.connect_string();
+        zkr::client observer(o);
+        observer.wait_connected(30s);
+        // A write first: its reply comes once the server applied every write acknowledged before.
+        observer.create("/chaos-blocks-read", "", zkr::create_mode::ephemeral);
+        std::set<std::string> present;
+        for (auto& child : observer.get_children("/chaos-blocks").children) present.insert(child);
+        for (auto& w : workers) {
+            for (long long block : w->claimed_blocks) {
+                ++claims_checked;
+                std::string child = std::to_string(block), holder;
+                zkr::error_code ec;
+                if (present.count(child)) holder = observer.get_data("/chaos-blocks/" + child, ec).data;
+                if (holder != std::to_string(w->id) && ++claims_lost <= 4)
+                    std::fprintf(stderr, "ids: block %lld, claimed by worker %d and acknowledged, %s\n", block, w->id,
+                                 holder.empty() ? "is gone from the servers (a write the ensemble lost)"
+                                                : ("holds worker " + holder + " (a write the ensemble lost)").c_str());
+            }
+        }
+    } catch (const std::exception& e) {
+        ++check_errors;
+        std::fprintf(stderr, "the check of the id blocks' claims could not be made: %s\n", e.what());
+    }
     long worker_errors = 0;
     for (auto& w : workers) worker_errors += static_cast<long>(w->errors.size());
     // Every worker that finished made its cache check (a failed one is an error line above).
@@ -654,6 +685,17 @@ int main(int argc, char** argv) {
         if (ids_reused || ids_out_of_order) {
             std::fprintf(stderr, "ids: %ld handed out twice, %ld not above the one before\n", ids_reused, ids_out_of_order);
             for (auto& e : examples) std::fprintf(stderr, "ids:   %s\n", e.c_str());
+            // Whether the servers disagreed about their data (ZooKeeper's digest check).
+            for (int i = 0; i < cluster.size(); ++i) {
+                try {
+                    auto m = cluster.monitor(i);
+                    std::fprintf(stderr, "ids:   server %d: zk_digest_mismatches_count %s, log %s\n", i,
+                                 m.count("zk_digest_mismatches_count") ? m["zk_digest_mismatches_count"].c_str() : "(not reported)",
+                                 cluster.server_log(i).c_str());
+                } catch (const std::exception& e) {
+                    std::fprintf(stderr, "ids:   server %d: mntr failed: %s\n", i, e.what());
+                }
+            }
         }
     }
 
@@ -729,6 +771,8 @@ int main(int argc, char** argv) {
            << caches_checked << "\n";
     report << "- ids drawn: " << ids_drawn << "; handed out twice: " << ids_reused << "; not above the worker's one before: "
            << ids_out_of_order << "\n";
+    report << "- id blocks claimed on the servers (acknowledged): " << claims_checked << "; gone or another's at the end: " << claims_lost
+           << "\n";
     report << "- double-barrier rounds some worker passed: " << barrier_rounds_passed
            << "; of them, passed before every member had entered: " << barrier_early << "\n";
     report << "- reusable double-barrier rounds passed: " << reusable_rounds_passed << " (" << reusable_passes
@@ -753,6 +797,7 @@ int main(int argc, char** argv) {
     bool ok = total.refused_while_held == 0 && total.overlaps == 0 && overruns == 0 && hung == 0 && failed_exits == 0 &&
               nodes_left == 0 && (memory_flat || !memory_judged) && worker_errors == 0 && injection_failures == 0 && check_errors == 0 && total.holds > 0 &&
               barrier_early == 0 && gates_early == 0 && reusable_repeated == 0 && reusable_crowded == 0 && ids_reused == 0 && ids_out_of_order == 0 && ids_drawn > 0 &&
+              claims_lost == 0 && claims_checked > 0 &&
               total.faults > 0;
     std::cout << (ok ? "PASS" : "FAIL") << " (seed " << seed << "; replay: zkr_chaos --seed " << seed << " --duration "
               << duration_s << " --workers " << worker_count << " --threads " << threads << " --session-ms " << session_ms

@@ -530,7 +530,30 @@ void gate_rounds(zkr::client& c, int id, int members, std::atomic<bool>& stop) {
 // under the faults): each id it was handed goes to the driver ("ids ID ID ..." lines of up to 40),
 // which checks them unique across every worker, the killed ones too, and increasing in each. A
 // call that threw leaves the generator and takes a new one (an unused block is skipped for good).
-void draw_ids(zkr::client& c, std::atomic<bool>& stop) {
+//
+// Each block it is handed is also claimed on the servers, independently of the generator: a
+// persistent /chaos-blocks/K (K = (first id - 1) / 20: every write of /chaos-ids adds 20 from 0,
+// so blocks are aligned) holding this worker's id. A claim that finds another worker's id is a
+// block handed out twice, seen where it happened ("error block ..."); "block K" lines tell the
+// driver which claims the servers acknowledged, and a claim acknowledged but gone at the end
+// would be a write the ensemble lost, not a block zkr handed out twice.
+void claim_block(zkr::client& c, int id, long long block) {
+    const std::string node = "/chaos-blocks/" + std::to_string(block), mine = std::to_string(id);
+    zkr::error_code ec;
+    c.create(node, mine, zkr::create_mode::persistent, ec);
+    if (ec == zkr::errc::node_exists) {  // someone's: ours if a lost reply made it resend
+        auto d = c.get_data(node, ec);
+        if (!ec && d.data != mine) {
+            say("error block " + std::to_string(block) + " (ids " + std::to_string(block * 20 + 1) + "-" +
+                std::to_string(block * 20 + 20) + ") handed out here was claimed by worker " + d.data + " first");
+            return;
+        }
+    }
+    if (!ec) say("block " + std::to_string(block));
+    // Else not known (a fault): no claim is reported, and the driver checks none.
+}
+
+void draw_ids(zkr::client& c, int id, std::atomic<bool>& stop) {
     std::string line;
     int in_line = 0;
     auto flush = [&] {
@@ -542,7 +565,9 @@ void draw_ids(zkr::client& c, std::atomic<bool>& stop) {
         try {
             zkr::id_generator ids(c, "/chaos-ids", 20);
             while (!stop) {
-                line += " " + std::to_string(ids.next());
+                auto next = ids.next();
+                line += " " + std::to_string(next);
+                if ((next - 1) % 20 == 0) claim_block(c, id, (next - 1) / 20);
                 if (++in_line == 40) flush();
                 std::this_thread::sleep_for(5ms);
             }
@@ -632,6 +657,7 @@ int main(int argc, char** argv) {
     zkr::mutex m(c, "/chaos/m");
     zkr::shared_mutex rw(c, "/chaos/rw");
     c.create_parents("/chaos-config");
+    c.create_parents("/chaos-blocks", zkr::create_mode::persistent);
     zkr::tree_cache cache(c, "/chaos-config");
     cache.start();
     std::string registration = "/chaos-members/w" + std::to_string(id);
@@ -658,7 +684,7 @@ int main(int argc, char** argv) {
     std::thread barrier_thread([&] { barrier_rounds(c, members, stop, barrier_passes); });
     std::thread gate_thread([&] { gate_rounds(c, id, members, stop); });
     std::thread reusable_thread([&] { reusable_rounds(c, members, stop); });
-    std::thread id_thread([&] { draw_ids(c, stop); });
+    std::thread id_thread([&] { draw_ids(c, id, stop); });
     std::thread memory([&] {
         while (!stop) {
             say("rss " + std::to_string(rss_kb()));
