@@ -16,6 +16,7 @@
 #include "zkr/client.hpp"
 #include "zkr/leader_latch.hpp"
 #include "zkr/leader_selector.hpp"
+#include "zkr/log.hpp"
 #include "zkr/mutex.hpp"
 #include "zkr/semaphore.hpp"
 
@@ -30,8 +31,9 @@
 #include <future>
 #include <memory>
 #include <mutex>
-#include <vector>
 #include <optional>
+#include <string>
+#include <vector>
 
 using namespace std::chrono_literals;
 using zkr::connection_state;
@@ -78,6 +80,36 @@ void cut_under_backlog(zkr::client& c, zkr::testkit::proxy& proxy, const std::st
     proxy.drop_connections();
     proxy.partition(false);
 }
+
+// zkr's log lines (the C client's too) at info and above while it lives, each with the
+// milliseconds since it began: a failure prints them, to say where the time went.
+class timed_log {
+public:
+    timed_log() : previous_(zkr::log::threshold()) {
+        zkr::log::set_sink([this](zkr::log::level, std::string_view line) {
+            auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start_).count();
+            std::lock_guard lock(mutex_);
+            text_ += "+" + std::to_string(ms) + " ms " + std::string(line) + "\n";
+        });
+        zkr::log::set_threshold(zkr::log::level::info);
+    }
+    ~timed_log() {
+        zkr::log::flush();
+        zkr::log::set_sink({});
+        zkr::log::set_threshold(previous_);
+    }
+    std::string text() {
+        zkr::log::flush();
+        std::lock_guard lock(mutex_);
+        return text_;
+    }
+
+private:
+    zkr::log::level previous_;
+    std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+    std::mutex mutex_;
+    std::string text_;
+};
 
 // A latch's listener calls, in order: true for on_leadership, false for on_not_leader.
 class leadership_log {
@@ -157,6 +189,7 @@ TEST_CASE("suspect window: a latch told suspended has stopped leading, and after
             told.set_value(answers{a.wait_leadership(0ms), a.has_leadership(), a.state()});
     });
     auto credentials = zkr::testkit::credentials_of(ca);
+    timed_log log_since_cut;
     cut_under_backlog(ca, proxy, path + "/absent");
     auto seen = get_within(told.get_future(), prompt_deadline, "the suspended event");
     CHECK_FALSE(seen.awaited);
@@ -174,7 +207,9 @@ TEST_CASE("suspect window: a latch told suspended has stopped leading, and after
     zkr::testkit::close_session(connect, credentials);
     REQUIRE(eventually([&] { return queue_length(observer, path) == 0; }, prompt_deadline));
     proxy.refuse_connections(false);
-    REQUIRE(a.wait_leadership(prompt_deadline));
+    const bool led = a.wait_leadership(prompt_deadline);
+    if (!led) UNSCOPED_INFO("zkr's log since the cut:\n" << log_since_cut.text());
+    REQUIRE(led);
     CHECK(a.fencing_token() > token);
     CHECK(ca.session_id() != old_session);
     CHECK(observer.exists(a.node_path()).stat.ephemeral_owner == ca.session_id());
