@@ -9,15 +9,19 @@
 #include "zkr/client.hpp"
 #include "zkr/count_down_latch.hpp"
 #include "zkr/double_barrier.hpp"
+#include "zkr/group_member.hpp"
 #include "zkr/leader_latch.hpp"
 #include "zkr/leader_selector.hpp"
 #include "zkr/log.hpp"
 #include "zkr/metrics.hpp"
 #include "zkr/mutex.hpp"
 #include "zkr/path.hpp"
+#include "zkr/persistent_node.hpp"
 #include "zkr/semaphore.hpp"
 #include "zkr/shared_mutex.hpp"
 #include "zkr/testkit.hpp"
+#include "zkr/tree_cache.hpp"
+#include "zkr/ttl_node.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -764,4 +768,55 @@ TEST_CASE("observer: a double barrier's enters and leaves are timed by outcome, 
     CHECK(op_count("leave", "done") == 2);
     CHECK(value(*metrics, "zkr_recipe_operation_seconds_count", {{"recipe", "double_barrier"}, {"outcome", "failed"}}) == 0);
     CHECK(value(*metrics, "zkr_lock_acquire_seconds_count", {{"recipe", "double_barrier"}}) == 0);
+}
+
+TEST_CASE("observer: the waits of caches, nodes and group members are timed by outcome, each as its own recipe's, once",
+          "[observer]") {
+    auto metrics = std::make_shared<zkr::metrics>();
+    zkr::client c(observed(test_options(test_connect_string()), metrics));
+    auto op_count = [&](std::string_view recipe, std::string_view outcome) {
+        return value(*metrics, "zkr_recipe_operation_seconds_count", {{"recipe", recipe}, {"operation", "wait"}, {"outcome", outcome}});
+    };
+    const std::string path = unique_path("observer-waits");
+    c.create_parents(path);
+    // A node: not started, its wait times out; started, done (blocking and async).
+    zkr::persistent_node node(c, path + "/node", zkr::create_mode::ephemeral, "x");
+    CHECK_FALSE(node.wait_created(50ms));
+    node.start();
+    CHECK(node.wait_created(10s));
+    node.async_wait_created(boost::asio::use_future).get();
+    // A cache: done (blocking and async); one closed before it read anything, cancelled.
+    zkr::tree_cache cache(c, path);
+    cache.start();
+    CHECK(cache.wait_initialized(10s));
+    cache.async_wait_initialized(boost::asio::use_future).get();
+    zkr::tree_cache closed(c, path + "/node");
+    closed.close();
+    CHECK_FALSE(closed.wait_initialized(10s));
+    // A group member: a wait of its own, not its node's and its cache's as well.
+    zkr::group_member member(c, path + "/group", "m1");
+    member.start();
+    CHECK(member.wait_joined(10s));
+    member.async_wait_joined(boost::asio::use_future).get();
+
+    REQUIRE(c.flush_observer(10s));
+    CHECK(op_count("persistent_node", "timed_out") == 1);
+    CHECK(op_count("persistent_node", "done") == 2);
+    CHECK(op_count("tree_cache", "done") == 2);
+    CHECK(op_count("tree_cache", "cancelled") == 1);
+    CHECK(op_count("group_member", "done") == 2);
+    CHECK(value(*metrics, "zkr_recipe_operation_seconds_count", {{"outcome", "failed"}}) == 0);
+}
+
+TEST_CASE("observer: a TTL node's wait on a server without TTL nodes counts as failed", "[observer][own_servers]") {
+    zkr::testkit::ensemble cluster(zkr::test::own_servers(1));  // extendedTypesEnabled unset
+    auto metrics = std::make_shared<zkr::metrics>();
+    zkr::client c(observed(test_options(cluster.connect_string()), metrics));
+    zkr::ttl_node node(c, "/observer-ttl/child", 60s);
+    node.start();
+    CHECK_THROWS_AS(node.wait_created(20s), zkr::system_error);
+    REQUIRE(c.flush_observer(10s));
+    CHECK(value(*metrics, "zkr_recipe_operation_seconds_count", {{"recipe", "ttl_node"}, {"operation", "wait"}, {"outcome", "failed"}}) == 1);
+    // The TTL node's own wait on its inner node is not a persistent node's wait of the user's.
+    CHECK(value(*metrics, "zkr_recipe_operation_seconds_count", {{"recipe", "persistent_node"}}) == 0);
 }

@@ -112,6 +112,8 @@ not-empty-resent~recipes/toolkit/cleanup.cpp~        if (ec == errc::not_empty) 
 observe-deadline-as-cancel~recipes/toolkit/node_wait.cpp~        op->deadline_passed();~        (void)0;~integration:observer: barrier and count-down latch waits*
 observe-double-barrier-unreported~recipes/barrier/double_barrier.cpp~        observed_.finish(d.error ? d.error : d.passed ? error_code{} : make_error_code(errc::timed_out));~        (void)0;~integration:observer: a double barrier's enters and leaves*
 observe-double-barrier-timeout-as-done~recipes/barrier/double_barrier.cpp~d.passed ? error_code{} : make_error_code(errc::timed_out)~error_code{}~integration:observer: a double barrier's enters and leaves*
+observe-group-wait-as-node-wait~recipes/nodes/group_member.cpp~node_.wait_created_unobserved(deadline)~node_.wait_created(deadline)~integration:observer: the waits of caches, nodes and group members*
+observe-cache-wait-unreported~recipes/cache/tree_cache.cpp~    observed.finish(detail::wait_outcome(initialized, deadline));~    (void)observed;~integration:observer: the waits of caches, nodes and group members*
 observe-count-down-unreported~recipes/barrier/count_down_latch.cpp~            observed.finish(d->error);~            (void)0;~integration:observer: barrier and count-down latch waits*
 ttl-container-wait-kept~recipes/nodes/ttl_node.cpp~self->stop_wait_.emit(asio::cancellation_type::all);~(void)self;~integration:ttl node: closed while it waits*
 ttl-existing-child-not-touched~recipes/nodes/ttl_node.cpp~                             if (ec == errc::node_exists) return self->touch();~                             (void)0;~integration:ttl node: a renewal whose reply is lost*

@@ -43,6 +43,10 @@ const char* to_string(recipe_kind r) noexcept {
         case recipe_kind::count_down_latch: return "count_down_latch";
         case recipe_kind::counter: return "counter";
         case recipe_kind::double_barrier: return "double_barrier";
+        case recipe_kind::tree_cache: return "tree_cache";
+        case recipe_kind::persistent_node: return "persistent_node";
+        case recipe_kind::ttl_node: return "ttl_node";
+        case recipe_kind::group_member: return "group_member";
     }
     return "unknown";
 }
@@ -97,7 +101,7 @@ const char* to_string(expiry_cause c) noexcept {
 namespace {
 
 constexpr std::size_t operations = 8;
-constexpr std::size_t recipes = 10;
+constexpr std::size_t recipes = 14;
 constexpr std::size_t lock_recipes = 4;        // mutex .. semaphore: the zkr_lock_* series
 constexpr std::size_t recipe_operations = 5;   // recipe_operation
 constexpr std::size_t operation_outcomes = 4;  // operation_outcome
@@ -252,7 +256,8 @@ const std::vector<metric_family> all_families{
     {"zkr_leader_changes_total", "counter", "Leadership gained or lost, by recipe."},
     {"zkr_recipe_operation_seconds", "histogram",
      "Operations of the recipes that are not locks (barrier and count-down latch waits, count-downs, counter "
-     "operations, double-barrier enters and leaves), by recipe, operation and outcome."},
+     "operations, double-barrier enters and leaves, the waits of caches, nodes and group members), by recipe, "
+     "operation and outcome."},
     {"zkr_observer_events_dropped_total", "counter", "Events dropped because an observer was too slow (its queue was full)."},
 };
 
@@ -449,7 +454,7 @@ metrics_snapshot metrics::snapshot() const {
             sample("zkr_leader_changes_total", with, static_cast<double>(s->leader_changes[gained ? 0 : 1].load()));
         }
     }
-    // A recipe operation's series appears once it has happened (10 recipes x 5 operations x 4
+    // A recipe operation's series appears once it has happened (14 recipes x 5 operations x 4
     // outcomes of zeros would say nothing).
     for (const auto& [l, s] : series) {
         const auto* table = s->operations_seen.load(std::memory_order_acquire);

@@ -41,9 +41,14 @@ enum class recipe_kind : std::uint8_t {
     count_down_latch,  ///< zkr::count_down_latch (its count-downs and waits)
     counter,           ///< zkr::atomic_long, zkr::atomic_int, zkr::id_generator (their reads and changes)
     double_barrier,    ///< zkr::double_barrier (its enters and leaves)
+    tree_cache,        ///< zkr::tree_cache (its waits for the first full read)
+    persistent_node,   ///< zkr::persistent_node (its waits for the first create)
+    ttl_node,          ///< zkr::ttl_node (its waits for the first create or touch)
+    group_member,      ///< zkr::group_member (its waits to have joined: its node made, the group read)
 };
 /// The recipe's name ("mutex", "read_lock", "write_lock", "semaphore", "leader_latch",
-/// "leader_selector", "barrier", "count_down_latch", "counter", "double_barrier").
+/// "leader_selector", "barrier", "count_down_latch", "counter", "double_barrier", "tree_cache",
+/// "persistent_node", "ttl_node", "group_member").
 ZKR_EXPORT const char* to_string(recipe_kind r) noexcept;
 
 /// How an acquisition (a lock, a semaphore's leases) ended.
@@ -58,7 +63,7 @@ ZKR_EXPORT const char* to_string(acquire_outcome o) noexcept;
 
 /// What a recipe that is not a lock did (observer::on_operation()).
 enum class recipe_operation : std::uint8_t {
-    wait,        ///< a barrier's or a count-down latch's wait (blocking or async)
+    wait,        ///< a barrier's or a count-down latch's wait, a cache's, a node's or a member's (blocking or async)
     count_down,  ///< a count-down latch's count_down (blocking or async)
     change,      ///< a counter's operation (get, add, set, compare-and-set, ...), from when it was queued
     enter,       ///< a double barrier's enter (blocking or async): done once the group is in

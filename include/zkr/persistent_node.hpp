@@ -31,6 +31,7 @@ struct persistent_node_options {
 
 namespace detail {
 class persistent_node_impl;
+class ttl_node_impl;
 using node_created_handler = boost::asio::any_completion_handler<void(error_code)>;
 ZKR_EXPORT void start_wait_created(const std::shared_ptr<persistent_node_impl>& node, node_created_handler handler);
 ZKR_EXPORT boost::asio::any_io_executor node_executor(const persistent_node_impl& node);
@@ -121,7 +122,11 @@ public:
     const std::string& path() const noexcept;
 
 private:
-    friend class group_member;  // its async_wait_joined waits on this node's machine
+    // Each waits on this node's machine as part of a wait of its own, which the observer hears
+    // instead (as a group_member's or a ttl_node's wait).
+    friend class group_member;
+    friend class detail::ttl_node_impl;
+    bool wait_created_unobserved(std::chrono::steady_clock::time_point deadline);
     std::shared_ptr<detail::persistent_node_impl> impl_;
 };
 

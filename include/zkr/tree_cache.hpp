@@ -156,7 +156,9 @@ public:
     executor_type get_executor() const { return detail::cache_executor(*impl_); }
 
 private:
-    friend class group_member;  // its async_wait_joined waits on this cache's machine
+    // Its waits wait on this cache's machine as part of its own, which the observer hears instead.
+    friend class group_member;
+    bool wait_initialized_unobserved(std::chrono::steady_clock::time_point deadline);
     std::shared_ptr<detail::cache_impl> impl_;
 };
 

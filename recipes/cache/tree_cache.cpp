@@ -13,7 +13,9 @@
 // hold the cache strongly, so a reply's watch arriving after close() is removed at once.
 #include "zkr/tree_cache.hpp"
 
+#include "nodes/unobserved_waits.hpp"
 #include "session_port.hpp"
+#include "toolkit/observed_operation.hpp"
 #include "toolkit/recipe_path.hpp"
 #include "toolkit/retry_timer.hpp"
 #include "toolkit/waiters.hpp"
@@ -59,6 +61,7 @@ public:
           retry_(port.threads()) {}
 
     const std::string& path() const noexcept { return path_; }
+    const std::weak_ptr<session_port>& port() const noexcept { return port_; }
     const asio::any_io_executor& executor() const noexcept { return executor_; }
 
     subscription listen(std::function<void(const cache_event&)> fn) {
@@ -429,6 +432,17 @@ private:
 
 void start_wait_initialized(const std::shared_ptr<cache_impl>& c, cache_init_handler handler) {
     auto slot = asio::get_associated_cancellation_slot(handler);
+    c->wait_initialized_async(
+        observed_completion(observed_wait(c->port(), recipe_kind::tree_cache, c->path()), completion<>(std::move(handler), c->executor())),
+        slot);
+}
+
+observed_operation observed_group_wait(const cache_impl& group_cache) {
+    return observed_wait(group_cache.port(), recipe_kind::group_member, group_cache.path());
+}
+
+void start_unobserved_wait_initialized(const std::shared_ptr<cache_impl>& c, cache_init_handler handler) {
+    auto slot = asio::get_associated_cancellation_slot(handler);
     c->wait_initialized_async(completion<>(std::move(handler), c->executor()), slot);
 }
 
@@ -455,7 +469,14 @@ subscription tree_cache::on_change(std::function<void(const cache_event&)> fn) {
 void tree_cache::start() { impl_->start(); }
 void tree_cache::close() { impl_->close(); }
 bool tree_cache::initialized() const { return impl_->initialized(); }
-bool tree_cache::wait_initialized(std::chrono::steady_clock::time_point deadline) { return impl_->wait_initialized(deadline); }
+bool tree_cache::wait_initialized_unobserved(std::chrono::steady_clock::time_point deadline) { return impl_->wait_initialized(deadline); }
+
+bool tree_cache::wait_initialized(std::chrono::steady_clock::time_point deadline) {
+    auto observed = detail::observed_wait(impl_->port(), recipe_kind::tree_cache, impl_->path());
+    bool initialized = impl_->wait_initialized(deadline);
+    observed.finish(detail::wait_outcome(initialized, deadline));
+    return initialized;
+}
 std::optional<cached_node> tree_cache::get(const std::string& path) const { return impl_->get(path); }
 std::vector<std::string> tree_cache::children(const std::string& path) const { return impl_->children(path); }
 std::size_t tree_cache::size() const { return impl_->size(); }

@@ -3,6 +3,7 @@
 #include "zkr/group_member.hpp"
 
 #include "completion.hpp"
+#include "nodes/unobserved_waits.hpp"
 #include "toolkit/recipe_path.hpp"
 #include "zkr/path.hpp"
 
@@ -36,7 +37,10 @@ void group_member::start() {
 }
 
 bool group_member::wait_joined(std::chrono::steady_clock::time_point deadline) {
-    return node_.wait_created(deadline) && cache_.wait_initialized(deadline);
+    auto observed = detail::observed_group_wait(*cache_.impl_);
+    bool joined = node_.wait_created_unobserved(deadline) && cache_.wait_initialized_unobserved(deadline);
+    observed.finish(detail::wait_outcome(joined, deadline));
+    return joined;
 }
 
 std::map<std::string, std::string> group_member::members() const {
@@ -92,7 +96,7 @@ void start_wait_joined(const std::shared_ptr<persistent_node_impl>& node, const 
     auto op = std::make_shared<joined_wait>();
     op->cache = cache;
     auto slot = asio::get_associated_cancellation_slot(handler);
-    op->done.emplace(std::move(handler), cache_executor(*cache));
+    op->done.emplace(observed_completion(observed_group_wait(*cache), completion<>(std::move(handler), cache_executor(*cache))));
     if (slot.is_connected()) {
         slot.assign([weak = std::weak_ptr<joined_wait>(op)](asio::cancellation_type type) {
             if (auto o = weak.lock()) {
@@ -103,14 +107,15 @@ void start_wait_joined(const std::shared_ptr<persistent_node_impl>& node, const 
         });
     }
     std::lock_guard lock(op->mutex);
-    start_wait_created(node, asio::bind_cancellation_slot(op->signal.slot(), [op](error_code ec) {
+    start_unobserved_wait_created(node, asio::bind_cancellation_slot(op->signal.slot(), [op](error_code ec) {
         if (ec) return op->finish(ec);
         std::unique_lock lock(op->mutex);
         if (op->cancelled) {
             lock.unlock();
             return op->finish(make_error_code(errc::cancelled));
         }
-        start_wait_initialized(op->cache, asio::bind_cancellation_slot(op->signal.slot(), [op](error_code ec) { op->finish(ec); }));
+        start_unobserved_wait_initialized(op->cache,
+                                          asio::bind_cancellation_slot(op->signal.slot(), [op](error_code ec) { op->finish(ec); }));
     }));
 }
 

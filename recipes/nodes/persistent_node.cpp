@@ -8,8 +8,10 @@
 #include "zkr/persistent_node.hpp"
 
 #include "nodes/persistent_node_fsm.hpp"
+#include "nodes/unobserved_waits.hpp"
 #include "session_port.hpp"
 #include "toolkit/cleanup.hpp"
+#include "toolkit/observed_operation.hpp"
 #include "toolkit/recipe_path.hpp"
 #include "toolkit/retry_timer.hpp"
 #include "toolkit/sequence_queue.hpp"
@@ -46,6 +48,7 @@ public:
           retry_(port.threads()) {}
 
     const std::string& path() const noexcept { return path_; }
+    const std::weak_ptr<session_port>& port() const noexcept { return port_; }
 
     void start() {
         auto port = port_.lock();
@@ -348,6 +351,13 @@ private:
 
 void start_wait_created(const std::shared_ptr<persistent_node_impl>& node, node_created_handler handler) {
     auto slot = asio::get_associated_cancellation_slot(handler);
+    node->wait_created_async(observed_completion(observed_wait(node->port(), recipe_kind::persistent_node, node->path()),
+                                                 completion<>(std::move(handler), node->executor())),
+                             slot);
+}
+
+void start_unobserved_wait_created(const std::shared_ptr<persistent_node_impl>& node, node_created_handler handler) {
+    auto slot = asio::get_associated_cancellation_slot(handler);
     node->wait_created_async(completion<>(std::move(handler), node->executor()), slot);
 }
 
@@ -369,7 +379,14 @@ persistent_node::persistent_node(client& c, std::string path, create_mode mode, 
 persistent_node::~persistent_node() { impl_->close(); }
 
 void persistent_node::start() { impl_->start(); }
-bool persistent_node::wait_created(std::chrono::steady_clock::time_point deadline) { return impl_->wait_created(deadline); }
+bool persistent_node::wait_created_unobserved(std::chrono::steady_clock::time_point deadline) { return impl_->wait_created(deadline); }
+
+bool persistent_node::wait_created(std::chrono::steady_clock::time_point deadline) {
+    auto observed = detail::observed_wait(impl_->port(), recipe_kind::persistent_node, impl_->path());
+    bool made = impl_->wait_created(deadline);
+    observed.finish(detail::wait_outcome(made, deadline));
+    return made;
+}
 std::string persistent_node::node_path() const { return impl_->actual_path(); }
 std::string persistent_node::data() const { return impl_->data(); }
 void persistent_node::set_data(std::string data) { impl_->set_data(std::move(data)); }

@@ -11,9 +11,10 @@
 
 #include "request_limits.hpp"
 #include "session_port.hpp"
+#include "toolkit/node_wait.hpp"
+#include "toolkit/observed_operation.hpp"
 #include "toolkit/recipe_path.hpp"
 #include "toolkit/retry_timer.hpp"
-#include "toolkit/node_wait.hpp"
 #include "toolkit/waiters.hpp"
 #include "zkr/detail/node_wait.hpp"
 #include "zkr/path.hpp"
@@ -61,7 +62,7 @@ public:
     }
 
     bool wait_created(std::chrono::steady_clock::time_point deadline) {
-        if (!node_.wait_created(deadline)) return false;
+        if (!node_.wait_created_unobserved(deadline)) return false;  // the observer hears of the TTL node's wait
         std::unique_lock lock(mutex_);
         wait_until(renewed_cv_, lock, deadline, [&] { return touches_ > 0 || refused_ || closed_; });
         if (refused_ && touches_ == 0) throw zkr::system_error(refused_, refused_message());
@@ -112,6 +113,7 @@ public:
     }
 
     const std::string& path() const noexcept { return path_; }
+    const std::weak_ptr<session_port>& port() const noexcept { return port_; }
     std::chrono::milliseconds ttl() const noexcept { return ttl_; }
     std::uint64_t touches() const {
         std::lock_guard lock(mutex_);
@@ -234,7 +236,9 @@ private:
 
 void start_wait_created(const std::shared_ptr<ttl_node_impl>& node, ttl_created_handler handler) {
     auto slot = asio::get_associated_cancellation_slot(handler);
-    node->wait_created_async(completion<>(std::move(handler), node->executor()), slot);
+    node->wait_created_async(observed_completion(observed_wait(node->port(), recipe_kind::ttl_node, node->path()),
+                                                 completion<>(std::move(handler), node->executor())),
+                             slot);
 }
 
 asio::any_io_executor ttl_executor(const ttl_node_impl& node) { return node.executor(); }
@@ -261,7 +265,17 @@ ttl_node::ttl_node(client& c, std::string path, std::chrono::milliseconds ttl, s
 ttl_node::~ttl_node() { impl_->close(); }
 
 void ttl_node::start() { impl_->start(); }
-bool ttl_node::wait_created(std::chrono::steady_clock::time_point deadline) { return impl_->wait_created(deadline); }
+bool ttl_node::wait_created(std::chrono::steady_clock::time_point deadline) {
+    auto observed = detail::observed_wait(impl_->port(), recipe_kind::ttl_node, impl_->path());
+    try {
+        bool made = impl_->wait_created(deadline);
+        observed.finish(detail::wait_outcome(made, deadline));
+        return made;
+    } catch (...) {  // refused for good (the server has no TTL nodes)
+        observed.finish(operation_outcome::failed);
+        throw;
+    }
+}
 std::string ttl_node::data() const { return impl_->data(); }
 void ttl_node::set_data(std::string data) { impl_->set_data(std::move(data)); }
 void ttl_node::close() { impl_->close(); }

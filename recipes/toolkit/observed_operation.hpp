@@ -4,6 +4,7 @@
 // calls do nothing). Costs nothing without an observer. Thread-safe.
 #pragma once
 
+#include "completion.hpp"
 #include "observer_channel.hpp"
 #include "session_port.hpp"
 
@@ -59,5 +60,28 @@ private:
     std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
     std::atomic<bool> finished_{false};
 };
+
+/// A recipe's `recipe_operation::wait` on `path` (nothing without a port or an observer).
+inline observed_operation observed_wait(const std::weak_ptr<session_port>& port, recipe_kind recipe, const std::string& path) {
+    if (auto p = port.lock()) return observed_operation(*p, recipe, path, recipe_operation::wait);
+    return {};
+}
+
+/// A blocking wait's outcome: passed, done; not passed by its deadline, timed out; not passed
+/// before it (the recipe closed), cancelled.
+inline operation_outcome wait_outcome(bool passed, std::chrono::steady_clock::time_point deadline) {
+    if (passed) return operation_outcome::done;
+    return std::chrono::steady_clock::now() >= deadline ? operation_outcome::timed_out : operation_outcome::cancelled;
+}
+
+/// `inner`, with `observed` told how it ended (its error) just before.
+inline completion<> observed_completion(observed_operation observed, completion<> inner) {
+    auto o = std::make_shared<observed_operation>(std::move(observed));
+    auto i = std::make_shared<completion<>>(std::move(inner));
+    return completion<>(completion<>::inline_fn([o, i](error_code ec) {
+        o->finish(ec);
+        (*i)(ec);
+    }));
+}
 
 }  // namespace zkr::detail
