@@ -6,6 +6,7 @@
 #include "support/servers.hpp"
 #include "zkr/client.hpp"
 #include "zkr/multi_lock.hpp"
+#include "zkr/testkit/proxy.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -142,9 +143,13 @@ TEST_CASE("multi-lock: the async form's hold, one guard covering every part, one
 TEST_CASE("multi-lock: a cancelled async_lock releases the parts it took before its handler runs", "[multi_lock][cancel]") {
     std::string a = unique_path("multi-cancel-a"), b = unique_path("multi-cancel-b");
     zkr::client c(test_options(test_connect_string()));
-    zkr::client other(test_options(test_connect_string()));
+    zkr::testkit::proxy slow(test_connect_string());
+    zkr::client other(test_options(slow.address()));
     zkr::mutex holder(other, b);
     holder.lock();
+    // The holder's client is slow from here on, so its release lands late every run (CI, stop
+    // 54: a loaded machine did the same once, and the try below found the holder still there).
+    slow.set_delay(std::chrono::milliseconds(200));
     zkr::multi_lock both(c, std::vector<std::string>{b, a});  // taken as a, then b
     asio::cancellation_signal cancel;
     auto f = both.async_lock(asio::bind_cancellation_slot(cancel.slot(), asio::use_future));
@@ -162,7 +167,10 @@ TEST_CASE("multi-lock: a cancelled async_lock releases the parts it took before 
     // next requests see them done.
     CHECK(queue_length(c, a) == 0);
     CHECK(queue_length(c, b) == 1);
+    // The holder's unlock returns once its delete is sent, on its own client: wait until this
+    // client sees it, or the try below can list b before the delete lands.
     holder.unlock();
+    REQUIRE(eventually([&] { return queue_length(c, b) == 0; }));
     CHECK(both.try_lock());
     both.unlock();
 }
