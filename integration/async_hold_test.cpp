@@ -169,6 +169,8 @@ TEST_CASE("a hold whose session was lost deletes nothing of anyone else when des
     CHECK(hold->state() == lock_state::lost);
     REQUIRE(other.try_lock_for(10s));
     auto theirs = other.node_path();
+    // Made through another client: on an ensemble c's server may not have it yet.
+    REQUIRE(eventually([&] { return c.exists(theirs).exists; }));
     hold.reset();  // releases the lost hold
     // A release is ordered before anything its client sends next: this read sees its effect.
     CHECK(c.exists(theirs).exists);

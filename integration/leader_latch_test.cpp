@@ -3,6 +3,7 @@
 // node, uncertain with its connection).
 #include "support/session_tools.hpp"
 #include "support/servers.hpp"
+#include "zkr/path.hpp"
 #include "zkr/client.hpp"
 #include "zkr/leader_latch.hpp"
 #include "live_objects.hpp"
@@ -225,6 +226,7 @@ TEST_CASE("leader latch: a guarded write fails whole once leadership is gone", "
     std::string path = unique_path("latch-guard");
     std::string data = unique_path("latch-guarded-data");
     zkr::client c(test_options(test_connect_string()));
+    c.create_parents(zkr::parent_path(data));  // not left to another test: it may run first, or alone
     c.create(data, "0");
     zkr::leader_latch l(c, path, "g");
     l.start();

@@ -4,6 +4,7 @@
 #include "support/background_lock.hpp"
 #include "support/session_tools.hpp"
 #include "support/servers.hpp"
+#include "zkr/path.hpp"
 #include "zkr/client.hpp"
 #include "zkr/multi_lock.hpp"
 #include "zkr/testkit/proxy.hpp"
@@ -102,6 +103,7 @@ TEST_CASE("multi-lock: the async form's hold, one guard covering every part, one
     std::string a = unique_path("multi-guard-a"), b = unique_path("multi-guard-b");
     std::string data = unique_path("multi-guarded");
     zkr::client c(test_options(test_connect_string()));
+    c.create_parents(zkr::parent_path(data));  // not left to another test: it may run first, or alone
     c.create(data, "0");
     zkr::multi_lock both(c, std::vector<std::string>{a, b});
     std::atomic<int> lost{0};

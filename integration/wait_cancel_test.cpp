@@ -2,6 +2,7 @@
 // client's waits for a connection and a state, a watch's wait, a hold's wait for its loss.
 #include "support/session_tools.hpp"
 #include "support/servers.hpp"
+#include "zkr/path.hpp"
 #include "zkr/client.hpp"
 #include "zkr/mutex.hpp"
 
@@ -77,6 +78,7 @@ TEST_CASE("a hold's async_wait_lost ends with its cancellation and the hold stay
 TEST_CASE("a watch's async operations carry the client's executor", "[client][cancel]") {
     std::string path = unique_path("watch-executor");
     zkr::client c(test_options(test_connect_string()));
+    c.create_parents(zkr::parent_path(path));  // not left to another test: it may run first, or alone
     c.create(path);
     auto w = c.exists(path, zkr::set_watch).watch;
     REQUIRE(w.valid());
