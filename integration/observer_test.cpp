@@ -471,7 +471,7 @@ TEST_CASE("observer: a leader latch's leadership is gained and given up", "[obse
     zkr::client c(observed(test_options(test_connect_string()), metrics));
     zkr::leader_latch latch(c, unique_path("observer-latch"), "a");
     latch.start();
-    REQUIRE(latch.await_leadership(10s));
+    REQUIRE(latch.wait_leadership(10s));
     REQUIRE(c.flush_observer(10s));
     CHECK(value(*metrics, "zkr_leader", {{"recipe", "leader_latch"}}) == 1);
     CHECK(value(*metrics, "zkr_leader_changes_total", {{"recipe", "leader_latch"}, {"event", "gained"}}) == 1);

@@ -517,7 +517,7 @@ void gate_rounds(zkr::client& c, int id, int members, std::atomic<bool>& stop) {
                 while (!stop && wall_ms() < slot * slot_ms + 1500) std::this_thread::sleep_for(20ms);
                 say("barrier gate-open " + name + " " + std::to_string(ns(clock_type::now())));
                 gate.remove();
-            } else if (gate.wait_for(3s)) {
+            } else if (gate.wait(3s)) {
                 say("barrier gate-passed " + name + " " + std::to_string(ns(clock_type::now())));
             }
         } catch (const zkr::system_error& e) {
