@@ -472,10 +472,8 @@ bool tree_cache::initialized() const { return impl_->initialized(); }
 bool tree_cache::wait_initialized_unobserved(std::chrono::steady_clock::time_point deadline) { return impl_->wait_initialized(deadline); }
 
 bool tree_cache::wait_initialized(std::chrono::steady_clock::time_point deadline) {
-    auto observed = detail::observed_wait(impl_->port(), recipe_kind::tree_cache, impl_->path());
-    bool initialized = impl_->wait_initialized(deadline);
-    observed.finish(detail::wait_outcome(initialized, deadline));
-    return initialized;
+    return detail::observed_blocking_wait(detail::observed_wait(impl_->port(), recipe_kind::tree_cache, impl_->path()),
+                                          deadline, [&] { return impl_->wait_initialized(deadline); });
 }
 std::optional<cached_node> tree_cache::get(const std::string& path) const { return impl_->get(path); }
 std::vector<std::string> tree_cache::children(const std::string& path) const { return impl_->children(path); }

@@ -37,10 +37,9 @@ void group_member::start() {
 }
 
 bool group_member::wait_joined(std::chrono::steady_clock::time_point deadline) {
-    auto observed = detail::observed_group_wait(*cache_.impl_);
-    bool joined = node_.wait_created_unobserved(deadline) && cache_.wait_initialized_unobserved(deadline);
-    observed.finish(detail::wait_outcome(joined, deadline));
-    return joined;
+    return detail::observed_blocking_wait(detail::observed_group_wait(*cache_.impl_), deadline, [&] {
+        return node_.wait_created_unobserved(deadline) && cache_.wait_initialized_unobserved(deadline);
+    });
 }
 
 std::map<std::string, std::string> group_member::members() const {

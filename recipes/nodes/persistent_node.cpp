@@ -382,10 +382,8 @@ void persistent_node::start() { impl_->start(); }
 bool persistent_node::wait_created_unobserved(std::chrono::steady_clock::time_point deadline) { return impl_->wait_created(deadline); }
 
 bool persistent_node::wait_created(std::chrono::steady_clock::time_point deadline) {
-    auto observed = detail::observed_wait(impl_->port(), recipe_kind::persistent_node, impl_->path());
-    bool made = impl_->wait_created(deadline);
-    observed.finish(detail::wait_outcome(made, deadline));
-    return made;
+    return detail::observed_blocking_wait(detail::observed_wait(impl_->port(), recipe_kind::persistent_node, impl_->path()),
+                                          deadline, [&] { return impl_->wait_created(deadline); });
 }
 std::string persistent_node::node_path() const { return impl_->actual_path(); }
 std::string persistent_node::data() const { return impl_->data(); }

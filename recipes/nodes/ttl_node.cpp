@@ -266,15 +266,9 @@ ttl_node::~ttl_node() { impl_->close(); }
 
 void ttl_node::start() { impl_->start(); }
 bool ttl_node::wait_created(std::chrono::steady_clock::time_point deadline) {
-    auto observed = detail::observed_wait(impl_->port(), recipe_kind::ttl_node, impl_->path());
-    try {
-        bool made = impl_->wait_created(deadline);
-        observed.finish(detail::wait_outcome(made, deadline));
-        return made;
-    } catch (...) {  // refused for good (the server has no TTL nodes)
-        observed.finish(operation_outcome::failed);
-        throw;
-    }
+    // Throws when refused for good (the server has no TTL nodes): counted failed.
+    return detail::observed_blocking_wait(detail::observed_wait(impl_->port(), recipe_kind::ttl_node, impl_->path()),
+                                          deadline, [&] { return impl_->wait_created(deadline); });
 }
 std::string ttl_node::data() const { return impl_->data(); }
 void ttl_node::set_data(std::string data) { impl_->set_data(std::move(data)); }

@@ -74,6 +74,21 @@ inline operation_outcome wait_outcome(bool passed, std::chrono::steady_clock::ti
     return std::chrono::steady_clock::now() >= deadline ? operation_outcome::timed_out : operation_outcome::cancelled;
 }
 
+/// A blocking wait, `wait()` (true when it passed), told to `observed` as it ends: by
+/// wait_outcome(), or failed when it throws (the exception goes on to the caller).
+template <class Wait>
+bool observed_blocking_wait(observed_operation observed, std::chrono::steady_clock::time_point deadline, Wait&& wait) {
+    bool passed = false;
+    try {
+        passed = wait();
+    } catch (...) {
+        observed.finish(operation_outcome::failed);
+        throw;
+    }
+    observed.finish(wait_outcome(passed, deadline));
+    return passed;
+}
+
 /// `inner`, with `observed` told how it ended (its error) just before.
 inline completion<> observed_completion(observed_operation observed, completion<> inner) {
     auto o = std::make_shared<observed_operation>(std::move(observed));
