@@ -13,6 +13,8 @@
 //                  session sees the node again, owned by the new session
 //
 // One JSON line on stdout; exit 0, or 1 with the reason on stderr. Nodes made are deleted.
+#include "bench_support.hpp"
+
 #include <zkr/testkit.hpp>
 #include <zkr/zkr.hpp>
 
@@ -38,6 +40,10 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
+using zkr::bench::client_options;
+using zkr::bench::percentile;
+using zkr::bench::server_packets;
+
 struct options {
     std::string scenario, connect, path, expire_via;
     int nodes = 100;
@@ -54,13 +60,6 @@ options parse(int argc, char** argv) {
         else if (k == "--expire-via") o.expire_via = v;
         else throw std::invalid_argument("unknown option " + k);
     }
-    return o;
-}
-
-zkr::client_options client_options(const std::string& connect) {
-    zkr::client_options o;
-    o.connect = connect;
-    o.session_timeout = 10s;
     return o;
 }
 
@@ -106,26 +105,6 @@ void remove_all(zkr::client& c, const std::string& path, std::vector<std::string
     for (auto& f : batch) f.get();
     zkr::error_code ec;
     c.remove(path, zkr::any_version, ec);
-}
-
-long long packets_received(const std::string& connect) {
-    auto first = connect.substr(0, connect.find(','));
-    std::istringstream in(zkr::testkit::four_letter_word(first, "mntr"));
-    std::string line;
-    while (std::getline(in, line)) {  // line by line: some values are not numbers (zk_version)
-        std::istringstream kv(line);
-        std::string key;
-        long long value;
-        if (kv >> key >> value && key == "zk_packets_received") return value;
-    }
-    throw std::runtime_error("no zk_packets_received in the server's mntr");
-}
-
-double percentile(std::vector<double> xs, double q) {
-    if (xs.empty()) return 0;
-    std::sort(xs.begin(), xs.end());
-    auto i = static_cast<std::size_t>(q * static_cast<double>(xs.size() - 1) + 0.5);
-    return xs[std::min(i, xs.size() - 1)];
 }
 
 double us_since(clock_type::time_point t0) {
@@ -195,7 +174,7 @@ int init(const options& o, bool resync) {
     std::string out = head(o) + ",\"init_ms\":" + std::to_string(init_ms) + ",\"bytes_per_node\":" +
                       std::to_string(static_cast<double>(after - before) / static_cast<double>(paths.size() + 1));
     if (resync) {
-        auto packets0 = packets_received(o.connect);
+        auto packets0 = server_packets(o.connect);
         auto t1 = clock_type::now();
         zkr::testkit::expire_session(c, o.expire_via);
         const auto deadline = clock_type::now() + 300s;
@@ -204,7 +183,7 @@ int init(const options& o, bool resync) {
             std::this_thread::sleep_for(1ms);
         }
         double resync_ms = us_since(t1) / 1000;
-        auto packets = packets_received(o.connect) - packets0;
+        auto packets = server_packets(o.connect) - packets0;
         out += ",\"resync_ms\":" + std::to_string(resync_ms) + ",\"resync_requests\":" + std::to_string(packets);
     }
     cache.reset();

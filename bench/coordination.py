@@ -7,17 +7,12 @@ alternating which goes first, for --rounds rounds; prints the medians, the ratio
 each metric and the issue's goals, and writes coordination-latest.json and coordination-latest.md
 into --out-dir. A driver that fails, or whose counter does not hold exactly its successful
 increments, is reported and makes the exit status 1."""
-import argparse
 import json
 import os
-import re
-import select
-import shlex
-import statistics
-import subprocess
 import sys
-import tempfile
 import time
+
+from bench_common import fmt, log, median_rows, peer_arguments, ratio_table, revision, run_peers, server_with_proxy
 
 INC1 = ["ops_per_s", "requests_per_op", "rtt_per_op", "p50_op_ms", "p99_op_ms"]
 INC8 = ["ops_per_s", "attempts_per_op", "requests_per_op", "failed_ops", "fewest_by_one_client", "clients_incrementing",
@@ -54,124 +49,25 @@ GOALS = [
 ]
 
 
-def log(msg):
-    print(msg, file=sys.stderr, flush=True)
-
-
-def start_proxy(proxy_bin, target, delay_ms):
-    p = subprocess.Popen([proxy_bin, "--listen", "127.0.0.1:0", "--target", target, "--delay-ms", "%g" % delay_ms],
-                         stdout=subprocess.PIPE, text=True, start_new_session=True)
-    ready, _, _ = select.select([p.stdout], [], [], 10)
-    line = p.stdout.readline().strip() if ready else ""
-    m = re.match(r"listening (\S+)$", line)
-    if not m:
-        p.kill()
-        raise RuntimeError("zkr_delay_proxy did not start (%r)" % line)
-    return p, m.group(1)
-
-
-def revision():
-    """zkr's commit, with "+dirty" when the library's sources (outside bench/) differ from it."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    try:
-        head = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", root, "status", "--porcelain", "--untracked-files=no", "--", ".", ":!bench"],
-                               capture_output=True, text=True, check=True).stdout.strip()
-        return head + ("+dirty" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
-def fmt(v):
-    if v is None:
-        return "-"
-    if float(v).is_integer() or abs(v) >= 1000:
-        return "{:,.0f}".format(v)
-    if abs(v) >= 100:
-        return "%.0f" % v
-    return "%.2f" % v
-
-
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--zkr-bin", required=True)
-    ap.add_argument("--proxy-bin", required=True)
-    ap.add_argument("--testkit-bin", required=True)
-    ap.add_argument("--java-prefix", required=True, help="the command that runs CoordinationBench")
-    ap.add_argument("--out-dir", required=True)
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--smoke", action="store_true")
-    o = ap.parse_args()
+    o = peer_arguments("the command that runs CoordinationBench").parse_args()
     cases = CASES_SMOKE if o.smoke else CASES_FULL
     rounds = 1 if o.smoke else o.rounds
     started = time.time()
     rev = revision()
     load_start = os.getloadavg()
-    work = tempfile.mkdtemp(prefix="zkr-coordination-bench-")
-    server_dir = os.path.join(work, "zk")
-    out = subprocess.run([o.testkit_bin, "start", server_dir, "1"], capture_output=True, text=True, check=True)
-    connect = out.stdout.strip().splitlines()[-1]
-    proxy, proxied = start_proxy(o.proxy_bin, connect, 1)
-    log("bench/coordination: server %s, D=1 ms proxy %s" % (connect, proxied))
-    results = []  # (case id, driver, round, json)
-    failed = 0
-    try:
-        for r in range(rounds):
-            for ci, case in enumerate(cases):
-                drivers = case.get("drivers", ["zkr", "curator"])
-                if (r + ci) % 2:
-                    drivers = list(reversed(drivers))
-                for driver in drivers:
-                    cs = proxied if case["d"] else connect
-                    path = "/bench-coordination/%s-%s-%d" % (re.sub(r"[^a-z0-9]+", "-", case["id"].lower()), driver, r)
-                    cmd = ([o.zkr_bin] if driver == "zkr" else shlex.split(o.java_prefix))
-                    cmd += [case["scenario"], cs, path] + case["args"] + ["--direct", connect]
-                    t0 = time.monotonic()
-                    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-                    line = p.stdout.strip().splitlines()[-1] if p.stdout.strip() else ""
-                    res = json.loads(line) if line.startswith("{") else None
-                    if res is not None and res.get("counter_ok") is False:
-                        log("bench/coordination: %s %s: COUNTER MISMATCH: holds %s after %s successful increments" % (
-                            driver, case["id"], res.get("final_value"), res.get("total_ok")))
-                    if p.returncode != 0 or res is None:
-                        failed += 1
-                        log("bench/coordination: %s %s failed (exit %d): %s" % (driver, case["id"], p.returncode,
-                                                                                 p.stderr.strip()[-800:]))
-                        continue
-                    missing = [m for m in case["metrics"] if m not in res]
-                    if missing:
-                        failed += 1
-                        log("bench/coordination: %s %s printed no %s" % (driver, case["id"], missing))
-                        continue
-                    results.append((case["id"], driver, r, res))
-                    log("bench/coordination: round %d %-24s %-8s %5.1f s  %s" % (
-                        r + 1, case["id"], driver, time.monotonic() - t0,
-                        " ".join("%s=%s" % (m, fmt(res[m])) for m in case["metrics"])))
-    finally:
-        proxy.kill()
-        proxy.wait()
-        subprocess.run([o.testkit_bin, "destroy", server_dir], capture_output=True)
-        try:
-            os.rmdir(work)
-        except OSError:
-            pass
 
-    rows = []
-    for case in cases:
-        for m in case["metrics"] + ["rtt_ms"]:
-            med = {}
-            for driver in ("zkr", "curator"):
-                xs = [res[m] for cid, d, r, res in results if cid == case["id"] and d == driver and m in res]
-                if xs:
-                    med[driver] = statistics.median(xs)
-            ratio = med["zkr"] / med["curator"] if "zkr" in med and med.get("curator") else None
-            rows.append(dict(case=case["id"], metric=m, zkr=med.get("zkr"), curator=med.get("curator"), ratio=ratio))
-    lines = ["| case | metric | zkr | Curator 5.4 | zkr/Curator |", "|---|---|---:|---:|---:|"]
-    for row in rows:
-        lines.append("| %s | %s | %s | %s | %s |" % (row["case"], row["metric"], fmt(row["zkr"]), fmt(row["curator"]),
-                                                     "-" if row["ratio"] is None else "%.2f" % row["ratio"]))
-    table = "\n".join(lines)
+    def counter_check(driver, case, res):
+        if res.get("counter_ok") is False:
+            log("bench/coordination: %s %s: COUNTER MISMATCH: holds %s after %s successful increments" % (
+                driver, case["id"], res.get("final_value"), res.get("total_ok")))
+
+    with server_with_proxy(o.testkit_bin, o.proxy_bin, "zkr-coordination-bench-") as (connect, proxied):
+        log("bench/coordination: server %s, D=1 ms proxy %s" % (connect, proxied))
+        results, failed = run_peers("coordination", cases, rounds, o.zkr_bin, o.java_prefix, connect, proxied,
+                                    ["--direct", connect], timeout=300, check=counter_check)
+    rows = median_rows(cases, results, extra_metrics=["rtt_ms"])
+    table = ratio_table(rows)
     goal_lines = ["| goal | case | measured | met |", "|---|---|---:|:-:|"]
     goals = []
     for cid, metric, on, test, text in GOALS:

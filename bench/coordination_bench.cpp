@@ -23,6 +23,8 @@
 //
 // One JSON line on stdout; exit 0, or 1 with the reason on stderr (and the JSON, if there is one).
 // Nodes made are deleted.
+#include "bench_support.hpp"
+
 #include <zkr/testkit.hpp>
 #include <zkr/zkr.hpp>
 
@@ -43,6 +45,11 @@ using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
 
 namespace {
+
+using zkr::bench::client_options;
+using zkr::bench::percentile;
+using zkr::bench::server_packets;
+using zkr::bench::watchers_of;
 
 struct options {
     std::string scenario, connect, path, direct;
@@ -72,51 +79,10 @@ options parse(int argc, char** argv) {
     return o;
 }
 
-zkr::client_options client_options(const std::string& connect) {
-    zkr::client_options o;
-    o.connect = connect;
-    o.session_timeout = 10s;
-    return o;
-}
-
 std::unique_ptr<zkr::client> connect(const std::string& cs) {
     auto c = std::make_unique<zkr::client>(client_options(cs));
     c->wait_connected();
     return c;
-}
-
-std::string mntr_value(const std::string& direct, const std::string& key) {
-    auto first = direct.substr(0, direct.find(','));
-    std::istringstream in(zkr::testkit::four_letter_word(first, "mntr"));
-    std::string line;
-    while (std::getline(in, line)) {  // line by line: some values are not numbers (zk_version)
-        std::istringstream kv(line);
-        std::string k, value;
-        if (kv >> k >> value && k == key) return value;
-    }
-    throw std::runtime_error("no " + key + " in the server's mntr");
-}
-
-long long packets_received(const std::string& direct) { return std::stoll(mntr_value(direct, "zk_packets_received")); }
-
-// Sessions watching `path` (wchp lists each watched path, then its sessions indented).
-int watchers_of(const std::string& direct, const std::string& path) {
-    std::istringstream in(zkr::testkit::four_letter_word(direct.substr(0, direct.find(',')), "wchp"));
-    std::string line;
-    int n = 0;
-    bool in_path = false;
-    while (std::getline(in, line)) {
-        if (!line.empty() && line[0] == '/') in_path = line == path;
-        else if (in_path && line.find("0x") != std::string::npos) ++n;
-    }
-    return n;
-}
-
-double percentile(std::vector<double> xs, double q) {
-    if (xs.empty()) return 0;
-    std::sort(xs.begin(), xs.end());
-    auto i = static_cast<std::size_t>(q * static_cast<double>(xs.size() - 1) + 0.5);
-    return xs[std::min(i, xs.size() - 1)];
 }
 
 double seconds_since(clock_type::time_point t0) { return std::chrono::duration<double>(clock_type::now() - t0).count(); }
@@ -187,11 +153,11 @@ int inc(const options& o) {
         });
     }
     sleep_s(o.warmup);
-    auto packets0 = packets_received(o.direct);
+    auto packets0 = server_packets(o.direct);
     auto t0 = clock_type::now();
     sleep_s(o.seconds);
     auto t1 = clock_type::now();
-    auto packets1 = packets_received(o.direct);
+    auto packets1 = server_packets(o.direct);
     double window = std::chrono::duration<double>(t1 - t0).count();
     stop = true;
     for (auto& t : threads) t.join();
@@ -277,7 +243,7 @@ int barrier(const options& o) {
                 bool passed = false;
                 std::string why;
                 try {
-                    passed = b.wait_for(30s);
+                    passed = b.wait(30s);
                 } catch (const std::exception& e) {
                     why = e.what();
                 }
@@ -351,7 +317,7 @@ int ids(const options& o) {
         while (clock_type::now() < warm_end) {
             for (int i = 0; i < 1000; ++i) last = gen.next();
         }
-        auto packets0 = packets_received(o.direct);
+        auto packets0 = server_packets(o.direct);
         auto t0 = clock_type::now();
         const auto end = t0 + std::chrono::duration<double>(o.seconds);
         while (clock_type::now() < end) {
@@ -362,7 +328,7 @@ int ids(const options& o) {
             }
         }
         double window = seconds_since(t0);
-        auto packets = packets_received(o.direct) - packets0;
+        auto packets = server_packets(o.direct) - packets0;
         std::cout << head(o) << ",\"block\":" << o.block << ",\"seconds\":" << num(window) << ",\"ids\":" << n
                   << ",\"ids_per_s\":" << num(static_cast<double>(n) / window)
                   << ",\"requests_per_1000_ids\":" << num(static_cast<double>(packets) * 1000 / static_cast<double>(n))

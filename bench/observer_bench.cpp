@@ -11,6 +11,8 @@
 //   of each, per cycle (the observed path must add none).
 // Without --connect, a standalone server of its own (zkr::testkit) on loopback.
 // One JSON line on stdout; exit 0, or 1 with the reason on stderr.
+#include "bench_support.hpp"
+
 #include <zkr/testkit.hpp>
 #include <zkr/zkr.hpp>
 
@@ -64,9 +66,7 @@ options parse(int argc, char** argv) {
 }
 
 zkr::client_options client_options(const std::string& connect, std::shared_ptr<zkr::observer> observer) {
-    zkr::client_options o;
-    o.connect = connect;
-    o.session_timeout = 10s;
+    auto o = zkr::bench::client_options(connect);
     o.observer = std::move(observer);
     return o;
 }

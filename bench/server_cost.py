@@ -26,7 +26,6 @@ import argparse
 import json
 import os
 import re
-import select
 import shlex
 import signal
 import statistics
@@ -35,8 +34,9 @@ import sys
 import tempfile
 import time
 
+from bench_common import fmt, log, revision, start_proxy
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
 
 # id, label, scenario arguments (both drivers), rtt: also run at D = 1 ms for round trips.
 CASES = [
@@ -54,39 +54,6 @@ CASES = [
     dict(id="multi-lock-2", label="multi-lock over 2 mutexes, uncontended", args=["multi-lock"], rtt=True),
 ]
 DRIVERS = ["zkr", "curator"]
-
-
-def log(msg):
-    print(msg, file=sys.stderr, flush=True)
-
-
-def revision():
-    """zkr's commit, with "+dirty" when the library's sources (outside bench/) differ from it
-    ($ZKR_BENCH_REVISION instead, for a copy of a commit that is no git checkout)."""
-    if os.environ.get("ZKR_BENCH_REVISION"):
-        return os.environ["ZKR_BENCH_REVISION"]
-    try:
-        head = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no", "--", ".", ":!bench"],
-                               capture_output=True, text=True, check=True).stdout.strip()
-        return head + ("+dirty" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
-def fmt(v, digits=None):
-    if v is None:
-        return "-"
-    if digits is not None:
-        return "%.*f" % (digits, v)
-    if abs(v) >= 1000:
-        return "{:,.0f}".format(v)
-    if abs(v) >= 100:
-        return "%.0f" % v
-    if abs(v) >= 10:
-        return "%.1f" % v
-    return "%.2f" % v
 
 
 class Ensemble:
@@ -137,18 +104,6 @@ class Ensemble:
             os.rmdir(self.work)
         except OSError:
             pass
-
-
-def start_proxy(proxy_bin, target, delay_ms):
-    p = subprocess.Popen([proxy_bin, "--listen", "127.0.0.1:0", "--target", target, "--delay-ms", "%g" % delay_ms],
-                         stdout=subprocess.PIPE, text=True, start_new_session=True)
-    ready, _, _ = select.select([p.stdout], [], [], 10)
-    line = p.stdout.readline().strip() if ready else ""
-    m = re.match(r"listening (\S+)$", line)
-    if not m:
-        p.kill()
-        raise RuntimeError("zkr_delay_proxy did not start (%r)" % line)
-    return p, m.group(1)
 
 
 def metrics_of(case, res):

@@ -73,6 +73,8 @@
 // (one line): cycles in the window, cycles_per_s, p50_us, p99_us, cpu_s (user+sys of this
 // process, getrusage, over the window), cpu_ms_per_1000 (ms of CPU per 1000 cycles), rss_kb
 // (peak RSS of this process), errors. herd prints hand-off figures instead.
+#include "bench_support.hpp"
+
 #include <zkr/zkr.hpp>
 
 #ifndef THREADED
@@ -80,10 +82,8 @@
 #endif
 #include <zookeeper/zookeeper.h>
 
-#include <netdb.h>
 #include <malloc.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -110,6 +110,11 @@ using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
 
 namespace {
+
+using zkr::bench::mntr_sum;
+using zkr::bench::mntr_value;
+using zkr::bench::server_packets;
+using zkr::bench::servers_of;
 
 // ------------------------------------------------------------------ options
 
@@ -218,12 +223,7 @@ std::int64_t now_ns() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now().time_since_epoch()).count();
 }
 
-double percentile_us(std::vector<std::int64_t> ns, double q) {
-    if (ns.empty()) return 0;
-    std::sort(ns.begin(), ns.end());
-    auto i = static_cast<std::size_t>(q * double(ns.size() - 1) + 0.5);
-    return double(ns[std::min(i, ns.size() - 1)]) / 1e3;
-}
+double percentile_us(std::vector<std::int64_t> ns, double q) { return zkr::bench::percentile(std::move(ns), q) / 1e3; }
 
 std::string json_escape(const std::string& s) {
     std::string out;
@@ -288,64 +288,10 @@ window make_window(const options& o) {
 
 // ------------------------------------------------------------------ four-letter words, the server's cost
 
-/// Sends a four-letter word to one server ("host:port"); returns its reply.
-std::string four_letter_at(const std::string& server, const std::string& word) {
-    auto colon = server.rfind(':');
-    std::string host = colon == std::string::npos ? server : server.substr(0, colon);
-    std::string port = colon == std::string::npos ? "2181" : server.substr(colon + 1);
-    addrinfo hints{};
-    hints.ai_socktype = SOCK_STREAM;
-    addrinfo* res = nullptr;
-    if (getaddrinfo(host.c_str(), port.c_str(), &hints, &res) != 0 || !res) throw std::runtime_error("4lw: cannot resolve " + server);
-    int fd = socket(res->ai_family, res->ai_socktype, res->ai_protocol);
-    if (fd < 0 || ::connect(fd, res->ai_addr, res->ai_addrlen) != 0) {
-        freeaddrinfo(res);
-        if (fd >= 0) close(fd);
-        throw std::runtime_error("4lw: cannot connect to " + server);
-    }
-    freeaddrinfo(res);
-    if (write(fd, word.data(), word.size()) != static_cast<ssize_t>(word.size())) {
-        close(fd);
-        throw std::runtime_error("4lw: write failed");
-    }
-    std::string reply;
-    char buf[4096];
-    for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) reply.append(buf, static_cast<std::size_t>(n));
-    close(fd);
-    return reply;
-}
-
-/// The host:port of every server of a connect string (its chroot dropped).
-std::vector<std::string> servers_of(const std::string& connect) {
-    std::vector<std::string> out;
-    std::istringstream in(connect.substr(0, connect.find('/')));
-    for (std::string s; std::getline(in, s, ',');)
-        if (!s.empty()) out.push_back(s);
-    if (out.empty()) throw std::runtime_error("no server in " + connect);
-    return out;
-}
-
 /// Sends a four-letter word to the first server of the connect string; returns its reply.
-std::string four_letter(const std::string& connect, const std::string& word) { return four_letter_at(servers_of(connect).front(), word); }
-
-/// One mntr counter of one server ("host:port"). Throws if it does not answer or has no such key.
-std::int64_t mntr_value(const std::string& server, const std::string& key) {
-    std::istringstream in(four_letter_at(server, "mntr"));
-    for (std::string line; std::getline(in, line);)
-        if (line.rfind(key + "\t", 0) == 0) return std::stoll(line.substr(key.size() + 1));
-    throw std::runtime_error("mntr of " + server + " has no " + key);
+std::string four_letter(const std::string& connect, const std::string& word) {
+    return zkr::bench::four_letter(servers_of(connect).front(), word);
 }
-
-/// One mntr counter summed over every server of `servers` (a connect string): a request sent to
-/// a follower is counted there, not again on the leader it is forwarded to.
-std::int64_t mntr_sum(const std::string& servers, const std::string& key) {
-    std::int64_t total = 0;
-    for (const auto& server : servers_of(servers)) total += mntr_value(server, key);
-    return total;
-}
-
-/// Requests the servers have received so far (mntr zk_packets_received, every session's, summed).
-std::int64_t server_packets(const std::string& servers) { return mntr_sum(servers, "zk_packets_received"); }
 
 /// Watches the servers hold now, data and child (mntr zk_watch_count, summed).
 std::int64_t server_watch_count(const std::string& servers) { return mntr_sum(servers, "zk_watch_count"); }
