@@ -16,6 +16,9 @@
 #include <string>
 #include <vector>
 
+// A namespace of its own: the unit tests are a unity build (tests/CMakeLists.txt).
+namespace atomic_fsm_fault_test {
+
 namespace {
 
 using namespace zkr;
@@ -352,3 +355,5 @@ TEST_CASE("atomic machine: a change whose session was lost, then whose settling 
     CHECK(m.our_applications == 2);                 // the warm-up's and this one's, once
     CHECK(m.value() == 9);
 }
+
+}  // namespace atomic_fsm_fault_test

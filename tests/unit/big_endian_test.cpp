@@ -6,6 +6,9 @@
 
 #include <limits>
 
+// A namespace of its own: the unit tests are a unity build (tests/CMakeLists.txt).
+namespace big_endian_test {
+
 using zkr::detail::decode_big_endian;
 using zkr::detail::encode_big_endian;
 
@@ -49,3 +52,5 @@ TEST_CASE("blocking waits: deadlines computed without overflow", "[big_endian]")
     CHECK(*soon - b::clock::now() <= 10s);
     CHECK(*soon - b::clock::now() > 9s);
 }
+
+}  // namespace big_endian_test

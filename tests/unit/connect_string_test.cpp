@@ -2,6 +2,9 @@
 
 #include <catch2/catch.hpp>
 
+// A namespace of its own: the unit tests are a unity build (tests/CMakeLists.txt).
+namespace connect_string_test {
+
 TEST_CASE("well-formed connect strings", "[connect]") {
     for (const char* s : {"127.0.0.1:2181", "a:1,b:2,c:3", "zk1.example:2181/app/chroot", "[::1]:2181", "h:65535"}) {
         INFO(s);
@@ -37,3 +40,5 @@ TEST_CASE("a connect string with a very long chroot is shown truncated", "[conne
     CHECK_THAT(problem, Catch::Matchers::Contains("empty segment"));
     CHECK(problem.size() < 500);
 }
+
+}  // namespace connect_string_test

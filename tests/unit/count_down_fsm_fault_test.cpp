@@ -13,6 +13,9 @@
 #include <set>
 #include <string>
 
+// A namespace of its own: the unit tests are a unity build (tests/CMakeLists.txt).
+namespace count_down_fsm_fault_test {
+
 namespace {
 
 using namespace zkr;
@@ -229,3 +232,5 @@ TEST_CASE("count-down machine: a latch with no count, or a node that holds none,
     CHECK(done->error == errc::bad_arguments);
     CHECK_THAT(done->what, Catch::Contains(latch_path) && Catch::Contains("3 bytes"));
 }
+
+}  // namespace count_down_fsm_fault_test

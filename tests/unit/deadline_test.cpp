@@ -8,6 +8,9 @@
 #include <chrono>
 #include <limits>
 
+// A namespace of its own: the unit tests are a unity build (tests/CMakeLists.txt).
+namespace deadline_test {
+
 using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
 using system_clock = std::chrono::system_clock;
@@ -94,3 +97,5 @@ TEST_CASE("an ordinary time point of another clock is converted once, at the cal
     auto coarse = std::chrono::time_point_cast<std::chrono::seconds>(steady::now()) + 10s;
     CHECK(to_steady(coarse) == coarse);
 }
+
+}  // namespace deadline_test

@@ -16,6 +16,9 @@
 #include <set>
 #include <string>
 
+// A namespace of its own: the unit tests are a unity build (tests/CMakeLists.txt).
+namespace double_barrier_fsm_fault_test {
+
 namespace {
 
 using namespace zkr;
@@ -817,3 +820,5 @@ TEST_CASE("double barrier machine: a leave that is out keeps ready for a Curator
     CHECK(m.members.empty());
     CHECK_FALSE(m.ready);  // the last one out deletes it
 }
+
+}  // namespace double_barrier_fsm_fault_test

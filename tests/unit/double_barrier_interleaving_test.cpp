@@ -30,6 +30,9 @@
 #include <string>
 #include <vector>
 
+// A namespace of its own: the unit tests are a unity build (tests/CMakeLists.txt).
+namespace double_barrier_interleaving_test {
+
 namespace {
 
 using namespace zkr;
@@ -516,3 +519,5 @@ TEST_CASE("reusable double barrier: a member more than the count, interleaved, w
         run_seeds(count + 1, count, true, 600);
     }
 }
+
+}  // namespace double_barrier_interleaving_test

@@ -6,6 +6,9 @@
 
 #include <zookeeper/zookeeper.h>
 
+// A namespace of its own: the unit tests are a unity build (tests/CMakeLists.txt).
+namespace error_test {
+
 TEST_CASE("every ZooKeeper return code maps to its zkr::errc", "[error]") {
     CHECK_FALSE(zkr::make_zk_error_code(ZOK));
     CHECK(zkr::make_zk_error_code(ZNONODE) == zkr::errc::no_node);
@@ -126,3 +129,5 @@ TEST_CASE("a request failed for good keeps the doubt of an earlier attempt", "[e
     CHECK(final_failure(ec(zkr::errc::bad_version), ec(zkr::errc::connection_loss)) == zkr::errc::bad_version);
     CHECK(final_failure(ec(zkr::errc::node_exists), ec(zkr::errc::connection_loss)) == zkr::errc::node_exists);
 }
+
+}  // namespace error_test

@@ -9,6 +9,9 @@
 
 #include <catch2/catch.hpp>
 
+// A namespace of its own: the unit tests are a unity build (tests/CMakeLists.txt).
+namespace lease_fsm_fault_test {
+
 using zkr::errc;
 using zkr::event_type;
 using zkr::detail::lease_fsm;
@@ -160,3 +163,5 @@ TEST_CASE("lease_fsm: a child watch that fires while counting after a change of 
     REQUIRE(a.is<step::leases_done>());
     CHECK(a.as<step::leases_done>().acquired);
 }
+
+}  // namespace lease_fsm_fault_test

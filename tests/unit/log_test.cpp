@@ -10,6 +10,9 @@
 #include <thread>
 #include <vector>
 
+// A namespace of its own: the unit tests are a unity build (tests/CMakeLists.txt).
+namespace log_test {
+
 namespace {
 
 struct captured {
@@ -70,3 +73,5 @@ TEST_CASE("C client lines: reformatted, levels mapped, repeats held back with a 
     CHECK(lines[1].first == zkr::log::level::error);
     CHECK(lines[1].second.find("bad reply") != std::string::npos);
 }
+
+}  // namespace log_test

@@ -12,6 +12,9 @@
 #include <thread>
 #include <vector>
 
+// A namespace of its own: the unit tests are a unity build (tests/CMakeLists.txt).
+namespace metrics_test {
+
 using namespace std::chrono_literals;
 
 namespace {
@@ -287,3 +290,5 @@ TEST_CASE("metrics: hooks called from many threads at once lose no count", "[uni
     CHECK(s.value("zkr_lock_held") == 0);
     CHECK(s.value("zkr_lock_waiters") == 0);
 }
+
+}  // namespace metrics_test

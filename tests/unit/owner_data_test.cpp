@@ -9,6 +9,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+// A namespace of its own: the unit tests are a unity build (tests/CMakeLists.txt).
+namespace owner_data_test {
+
 using zkr::detail::current_owner_data;
 using zkr::detail::decode_owner;
 using zkr::detail::encode_owner;
@@ -122,3 +125,5 @@ TEST_CASE("owner data: the holding mark", "[owner_data][handoff]") {
     CHECK_FALSE(is_marked_holding(";held=1"));
     CHECK_FALSE(is_marked_holding(data + ";held=0"));
 }
+
+}  // namespace owner_data_test

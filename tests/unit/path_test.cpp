@@ -5,6 +5,9 @@
 #include <stdexcept>
 #include <string>
 
+// A namespace of its own: the unit tests are a unity build (tests/CMakeLists.txt).
+namespace path_test {
+
 using namespace std::string_literals;
 
 TEST_CASE("valid znode paths pass", "[path]") {
@@ -105,3 +108,5 @@ TEST_CASE("the NUL character is shown escaped however far into a long path", "[p
     std::string path = "/" + std::string(50, 'a') + "\0b"s + std::string(5000, 'c');
     CHECK_THROWS_WITH(zkr::validate_path(path), Catch::Matchers::Contains("aa\\0bcc") && Catch::Matchers::Contains("NUL"));
 }
+
+}  // namespace path_test

@@ -19,6 +19,9 @@
 #include <string>
 #include <vector>
 
+// A namespace of its own: the unit tests are a unity build (tests/CMakeLists.txt).
+namespace persistent_node_fsm_fault_test {
+
 namespace {
 
 using namespace zkr;
@@ -571,3 +574,5 @@ TEST_CASE("persistent node machine: a fault at any request leaves exactly its no
         CHECK(injected[f] >= 10);
     }
 }
+
+}  // namespace persistent_node_fsm_fault_test

@@ -11,6 +11,9 @@
 
 #include <catch2/catch.hpp>
 
+// A namespace of its own: the unit tests are a unity build (tests/CMakeLists.txt).
+namespace queue_fsm_fault_test {
+
 using zkr::errc;
 using zkr::event_type;
 using zkr::detail::queue_fsm;
@@ -208,3 +211,5 @@ TEST_CASE("queue_fsm under a fault at every step of every scenario", "[queue_fsm
     // Every scenario has several steps, each with seven faults.
     CHECK(runs > 100);
 }
+
+}  // namespace queue_fsm_fault_test

@@ -9,6 +9,9 @@
 #include <system_error>
 #include <vector>
 
+// A namespace of its own: the unit tests are a unity build (tests/CMakeLists.txt).
+namespace queue_fsm_test {
+
 using zkr::errc;
 using zkr::event_type;
 using zkr::detail::queue_fsm;
@@ -1197,3 +1200,5 @@ TEST_CASE("queue_fsm 17: a create answered before its listing (shared with other
         CHECK(f.cleanup_pending());
     }
 }
+
+}  // namespace queue_fsm_test

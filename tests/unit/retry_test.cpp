@@ -13,6 +13,9 @@
 #include <thread>
 #include <vector>
 
+// A namespace of its own: the unit tests are a unity build (tests/CMakeLists.txt).
+namespace retry_test {
+
 using namespace std::chrono_literals;
 using Catch::Matchers::Contains;
 using std::chrono::milliseconds;
@@ -501,3 +504,5 @@ TEST_CASE("the bounds every sleep is kept within", "[retry]") {
     CHECK(retry::retry_forever(1ms).next_sleep(attempt_at(0)) == retry::shortest_sleep);
     CHECK(retry::retry_forever(milliseconds::max()).next_sleep(attempt_at(0)) == retry::longest_sleep);
 }
+
+}  // namespace retry_test

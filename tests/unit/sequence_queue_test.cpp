@@ -5,6 +5,9 @@
 #include <string>
 #include <vector>
 
+// A namespace of its own: the unit tests are a unity build (tests/CMakeLists.txt).
+namespace sequence_queue_test {
+
 using zkr::detail::contender;
 using zkr::detail::decide;
 using zkr::detail::has_prefix;
@@ -265,3 +268,5 @@ TEST_CASE("protection prefix", "[sequence_queue]") {
     CHECK_FALSE(has_prefix(protection_prefix("u10") + "lock-0000000001", protection_prefix("u1")));
     CHECK(has_prefix("anything", ""));
 }
+
+}  // namespace sequence_queue_test

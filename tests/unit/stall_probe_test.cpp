@@ -3,6 +3,9 @@
 
 #include <catch2/catch.hpp>
 
+// A namespace of its own: the unit tests are a unity build (tests/CMakeLists.txt).
+namespace stall_probe_test {
+
 using namespace std::chrono_literals;
 using zkr::detail::stall_probe;
 using zkr::detail::stall_probe_inputs;
@@ -139,3 +142,5 @@ TEST_CASE("stall probe: a new handle starts the doubling over", "[stall_probe]")
     CHECK(probe.due(fresh));
     CHECK(probe.probes_without_answer() == 1);
 }
+
+}  // namespace stall_probe_test

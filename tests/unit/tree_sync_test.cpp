@@ -14,6 +14,9 @@
 #include <random>
 #include <set>
 
+// A namespace of its own: the unit tests are a unity build (tests/CMakeLists.txt).
+namespace tree_sync_test {
+
 using zkr::detail::cache_read;
 using zkr::detail::tree_sync;
 
@@ -503,3 +506,5 @@ TEST_CASE("tree_sync: a read that fails for good keeps the walk from ending, unt
     CHECK(sync.initialized());
     CHECK(sync.unreadable() == 0);
 }
+
+}  // namespace tree_sync_test

@@ -115,4 +115,6 @@ std::string signal_name(int signal_number) {
     return "signal " + std::to_string(signal_number);
 }
 
+bool is_interruption(int signal_number) { return signal_number == SIGINT || signal_number == SIGTERM || signal_number == SIGHUP; }
+
 }  // namespace zklock

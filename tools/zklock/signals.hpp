@@ -30,6 +30,9 @@ const sigset_t& original_signal_mask();
 /// group (the kernel drops these signals there: nobody could continue it).
 void stop_self(int signal_number);
 
+/// SIGINT, SIGTERM or SIGHUP: the signals that end `tree` and `watch` quietly (exit status 0).
+bool is_interruption(int signal_number);
+
 /// "TERM", "SIGTERM", "term", "15", "RTMIN+2" -> the number; std::nullopt for anything else.
 std::optional<int> parse_signal(std::string_view text);
 

@@ -64,8 +64,6 @@ void print_subtree(const zkr::tree_cache& cache, const std::string& path, bool j
     for (const auto& name : cache.children(path)) print_subtree(cache, path == "/" ? "/" + name : path + "/" + name, json);
 }
 
-bool is_interruption(int signal_number) { return signal_number == SIGINT || signal_number == SIGTERM || signal_number == SIGHUP; }
-
 }  // namespace
 
 int tree_command(const tree_options& o) {

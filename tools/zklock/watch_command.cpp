@@ -29,8 +29,6 @@ void show(const queue_snapshot& snapshot, bool json) {
     std::cout << std::flush;
 }
 
-bool is_interruption(int signal_number) { return signal_number == SIGINT || signal_number == SIGTERM || signal_number == SIGHUP; }
-
 }  // namespace
 
 int watch_command(const watch_options& o) {
