@@ -1,7 +1,7 @@
 // Testing a service's lock-loss handling with zkr::testkit and Catch2 (docs/testing-your-service.md):
 // real ZooKeeper servers, a proxy that cuts one instance off, a session expired from outside, the
-// ZooKeeper leader killed. Every wait has a deadline.
-#define CATCH_CONFIG_MAIN
+// ZooKeeper leader killed. Every wait has a deadline. Catch's main comes from Catch2::Catch2WithMain
+// (examples/CMakeLists.txt).
 #include "seller.hpp"
 
 #include <zkr/testkit.hpp>
