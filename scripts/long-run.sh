@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What CI (.ci/run, under 40 minutes on 2 cores) leaves out, for a longer run before a release:
+# What CI (.ci/run, meant for 25 minutes on 2 cores) leaves out, for a longer run before a release:
 #  1. the 10-minute chaos soak (integration/chaos/run.sh; its report: integration/chaos/RESULTS.md)
 #  2. the short chaos soak under ThreadSanitizer
 #  3. every test of the TSan build, the examples included
