@@ -5,6 +5,7 @@
 
 #include "zkr/client.hpp"
 #include "zkr/detail/session_access.hpp"
+#include "zkr/testkit/ensemble.hpp"
 
 #include <zookeeper/zookeeper.h>
 
@@ -14,6 +15,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 namespace zkr::testkit {
 namespace {
@@ -62,6 +64,44 @@ zhandle_t* join(const std::string& connect, const session_credentials& s, joined
     throw std::runtime_error(std::string(who) + ": session " + hex(s.id) + " is gone already");
 }
 
+// Where to join session `id` from, of `connect` ("host:port,host:port[/chroot]"): on an ensemble,
+// one server that holds no connection of the session (by its `cons`). A handle that joins a
+// session on the server the client is connected to makes that server drop the client's
+// connection; the client reconnects at once, and two connects of one session revalidated at the
+// same time on a follower can both succeed: the close then ends the session and the newer
+// connection's, and the client sits on the other one, of a closed session, its pings answered
+// by the follower for as long as it likes (seen: "Revalidating client" twice in one millisecond,
+// then a client that never heard of its expiry). Joined elsewhere, the client's connection stays
+// put until the close reaches its server, which drops it: the client hears the expiry on its
+// reconnection. One server, or none found without the session: `connect` as it is.
+std::string joining_connect(const std::string& connect, std::int64_t id) {
+    const auto slash = connect.find('/');
+    const std::string chroot = slash == std::string::npos ? "" : connect.substr(slash);
+    std::vector<std::string> servers;
+    std::stringstream list(connect.substr(0, slash));
+    for (std::string server; std::getline(list, server, ',');)
+        if (!server.empty()) servers.push_back(server);
+    if (servers.size() < 2) return connect;
+    std::ostringstream sid;
+    sid << "sid=0x" << std::hex << static_cast<std::uint64_t>(id);
+    for (const auto& server : servers) {
+        std::string cons;
+        try {
+            cons = four_letter_word(server, "cons", std::chrono::seconds(2));
+        } catch (const std::invalid_argument&) {
+            return connect;  // not host:port (a name the kit cannot ask): as it is
+        }
+        if (cons.empty()) continue;  // not answering: not one to join through
+        bool holds = false;
+        for (auto at = cons.find(sid.str()); at != std::string::npos; at = cons.find(sid.str(), at + 1)) {
+            auto after = at + sid.str().size();
+            if (after == cons.size() || cons[after] == ',' || cons[after] == ')') holds = true;
+        }
+        if (!holds) return server + chroot;
+    }
+    return connect;
+}
+
 }  // namespace
 
 session_credentials credentials_of(const zkr::client& c) {
@@ -72,7 +112,7 @@ session_credentials credentials_of(const zkr::client& c) {
 
 void close_session(const std::string& connect, const session_credentials& s, std::chrono::milliseconds timeout) {
     joined_state state;
-    zhandle_t* zh = join(connect, s, state, timeout, "zkr::testkit::close_session");
+    zhandle_t* zh = join(joining_connect(connect, s.id), s, state, timeout, "zkr::testkit::close_session");
     zookeeper_close(zh);  // the server closes the session: its ephemeral nodes go, its client gets EXPIRED
 }
 

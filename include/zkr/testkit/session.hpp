@@ -28,7 +28,8 @@ ZKR_TESTKIT_EXPORT session_credentials credentials_of(const zkr::client& c);
 /// Expires `c`'s current session on the server, as a session timeout would: a second handle joins
 /// it (with its id and password) through `connect` and closes it. Returns the expired session's
 /// id once `c` has seen the loss (its holds are lost by then; its listeners hear of it on the
-/// client's executor). Tried again if the client wins its session back in between. Throws
+/// client's executor). Tried again if the client wins its session back in between. On an
+/// ensemble it joins as close_session() does. Throws
 /// std::logic_error when the client has no session, std::runtime_error when the session survives
 /// or the client has not seen it within `timeout`.
 ZKR_TESTKIT_EXPORT std::int64_t expire_session(const zkr::client& c, const std::string& connect,
@@ -40,6 +41,10 @@ ZKR_TESTKIT_EXPORT std::int64_t expire_session(const zkr::client& c,
 
 /// Closes the session `s` on the server through `connect` (its ephemeral nodes go now), whatever
 /// its client is doing; returns once the server has closed it, without waiting for the client.
+/// On an ensemble the handle joins through a server that holds no connection of the session
+/// (asked with `cons`), so that the client's own connection is not dropped under the join: a
+/// follower that sees the client's reconnection and the join at once can leave the client
+/// connected to the closed session, never told.
 /// Throws std::runtime_error when no server answers within `timeout`.
 ZKR_TESTKIT_EXPORT void close_session(const std::string& connect, const session_credentials& s,
                                       std::chrono::milliseconds timeout = std::chrono::seconds(10));
