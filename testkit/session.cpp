@@ -74,7 +74,8 @@ zhandle_t* join(const std::string& connect, const session_credentials& s, joined
 // then a client that never heard of its expiry). Joined elsewhere, the client's connection stays
 // put until the close reaches its server, which drops it: the client hears the expiry on its
 // reconnection. One server, or none found without the session: `connect` as it is.
-std::string joining_connect(const std::string& connect, std::int64_t id) {
+// Asking the servers takes at most half of `timeout`, so the close keeps its own deadline.
+std::string joining_connect(const std::string& connect, std::int64_t id, std::chrono::milliseconds timeout) {
     const auto slash = connect.find('/');
     const std::string chroot = slash == std::string::npos ? "" : connect.substr(slash);
     std::vector<std::string> servers;
@@ -82,19 +83,21 @@ std::string joining_connect(const std::string& connect, std::int64_t id) {
     for (std::string server; std::getline(list, server, ',');)
         if (!server.empty()) servers.push_back(server);
     if (servers.size() < 2) return connect;
-    std::ostringstream sid;
-    sid << "sid=0x" << std::hex << static_cast<std::uint64_t>(id);
+    const std::string sid = "sid=" + hex(id);
+    const auto asked_until = clock_type::now() + timeout / 2;
     for (const auto& server : servers) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(asked_until - clock_type::now());
+        if (left.count() <= 0) break;
         std::string cons;
         try {
-            cons = four_letter_word(server, "cons", std::chrono::seconds(2));
+            cons = four_letter_word(server, "cons", std::min<std::chrono::milliseconds>(left, std::chrono::seconds(2)));
         } catch (const std::invalid_argument&) {
             return connect;  // not host:port (a name the kit cannot ask): as it is
         }
         if (cons.empty()) continue;  // not answering: not one to join through
         bool holds = false;
-        for (auto at = cons.find(sid.str()); at != std::string::npos; at = cons.find(sid.str(), at + 1)) {
-            auto after = at + sid.str().size();
+        for (auto at = cons.find(sid); at != std::string::npos; at = cons.find(sid, at + 1)) {
+            auto after = at + sid.size();
             if (after == cons.size() || cons[after] == ',' || cons[after] == ')') holds = true;
         }
         if (!holds) return server + chroot;
@@ -112,7 +115,10 @@ session_credentials credentials_of(const zkr::client& c) {
 
 void close_session(const std::string& connect, const session_credentials& s, std::chrono::milliseconds timeout) {
     joined_state state;
-    zhandle_t* zh = join(joining_connect(connect, s.id), s, state, timeout, "zkr::testkit::close_session");
+    const auto until = clock_type::now() + timeout;
+    const std::string through = joining_connect(connect, s.id, timeout);
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - clock_type::now());
+    zhandle_t* zh = join(through, s, state, std::max(left, std::chrono::milliseconds(1)), "zkr::testkit::close_session");
     zookeeper_close(zh);  // the server closes the session: its ephemeral nodes go, its client gets EXPIRED
 }
 
